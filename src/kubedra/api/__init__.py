@@ -1,0 +1,1 @@
+"""Typed models and value types of the Kubernetes resource API."""

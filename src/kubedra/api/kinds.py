@@ -1,0 +1,79 @@
+"""Which model serves which apiVersion/kind, and the short names kubectl users type."""
+
+from __future__ import annotations
+
+from kubedra.api.core import Namespace, Node, Pod
+from kubedra.api.meta import KubeObject
+from kubedra.api.resource import (
+    API_VERSION,
+    GROUP,
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+
+ALL_KINDS: tuple[type[KubeObject], ...] = (
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+    DeviceTaintRule,
+    Pod,
+    Node,
+    Namespace,
+)
+
+BY_KIND: dict[str, type[KubeObject]] = {cls.KIND: cls for cls in ALL_KINDS}
+
+# Older resource.k8s.io versions that the codec upgrades to v1 (with a warning). v1beta2 has
+# the v1 shape; v1beta1 has flat requests and a `basic` wrapper around devices.
+OLDER_RESOURCE_VERSIONS = frozenset({f"{GROUP}/v1beta1", f"{GROUP}/v1beta2"})
+
+# DeviceTaintRule is v1beta2 in Kubernetes 1.36 and v1 on master; the shapes are equal and
+# the version the user wrote is kept.
+TAINT_RULE_VERSIONS = frozenset({f"{GROUP}/v1beta2", API_VERSION})
+
+SHORT_NAMES: dict[str, str] = {
+    "dc": "DeviceClass",
+    "deviceclass": "DeviceClass",
+    "deviceclasses": "DeviceClass",
+    "rc": "ResourceClaim",
+    "resourceclaim": "ResourceClaim",
+    "resourceclaims": "ResourceClaim",
+    "rct": "ResourceClaimTemplate",
+    "resourceclaimtemplate": "ResourceClaimTemplate",
+    "resourceclaimtemplates": "ResourceClaimTemplate",
+    "rs": "ResourceSlice",
+    "resourceslice": "ResourceSlice",
+    "resourceslices": "ResourceSlice",
+    "dtr": "DeviceTaintRule",
+    "devicetaintrule": "DeviceTaintRule",
+    "devicetaintrules": "DeviceTaintRule",
+    "po": "Pod",
+    "pod": "Pod",
+    "pods": "Pod",
+    "no": "Node",
+    "node": "Node",
+    "nodes": "Node",
+    "ns": "Namespace",
+    "namespace": "Namespace",
+    "namespaces": "Namespace",
+}
+
+
+def api_version_of(cls: type[KubeObject]) -> str:
+    """The apiVersion kubedra stores a kind under."""
+    return f"{cls.API_GROUP}/v1" if cls.API_GROUP else "v1"
+
+
+def resolve_kind(name: str) -> type[KubeObject]:
+    """A kind from its name, plural or short name, case-insensitively (`rc`, `pods`, ...)."""
+    kind = SHORT_NAMES.get(name.lower()) or next(
+        (k for k in BY_KIND if k.lower() == name.lower()), None
+    )
+    if kind is None:
+        known = ", ".join(sorted(BY_KIND))
+        raise KeyError(f'the server doesn\'t have a resource type "{name}" (known: {known})')
+    return BY_KIND[kind]

@@ -1,0 +1,84 @@
+"""Collects the problems of one object, worded like the API server's field errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sized
+from typing import Any
+
+from kubedra.api.codec import format_path
+from kubedra.errors import ObjectRef, Problem, Severity
+
+Path = tuple[str | int, ...]
+
+
+def show(value: Any) -> str:
+    """A value as the API server quotes it in messages (JSON)."""
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+class Report:
+    """All problems of one object, so the user sees every mistake at once."""
+
+    def __init__(self, ref: ObjectRef) -> None:
+        self.ref = ref
+        self.problems: list[Problem] = []
+
+    def add(self, path: Path, message: str, severity: Severity = Severity.ERROR) -> None:
+        self.problems.append(Problem(message, format_path(path), self.ref, severity=severity))
+
+    def warn(self, path: Path, message: str) -> None:
+        self.add(path, message, Severity.WARNING)
+
+    def required(self, path: Path, detail: str = "") -> None:
+        self.add(path, f"Required value: {detail}" if detail else "Required value")
+
+    def invalid(self, path: Path, value: Any, detail: str) -> None:
+        self.add(path, f"Invalid value: {show(value)}: {detail}")
+
+    def forbidden(self, path: Path, detail: str) -> None:
+        self.add(path, f"Forbidden: {detail}")
+
+    def duplicate(self, path: Path, value: Any) -> None:
+        self.add(path, f"Duplicate value: {show(value)}")
+
+    def unsupported(self, path: Path, value: Any, supported: Iterable[str]) -> None:
+        options = ", ".join(show(s) for s in supported)
+        self.add(path, f"Unsupported value: {show(value)}: supported values: {options}")
+
+    def too_long(self, path: Path, limit: int) -> None:
+        self.add(path, f"Too long: may not be more than {limit} bytes")
+
+    def within(self, path: Path, items: Sized, limit: int) -> bool:
+        """Report a list or map over its limit; False means: skip checking its entries."""
+        if len(items) > limit:
+            self.add(path, f"Too many: {len(items)}: must have at most {limit} items")
+            return False
+        return True
+
+    def name(
+        self,
+        path: Path,
+        value: str | None,
+        check: Callable[[str], str | None],
+        required: bool = True,
+    ) -> None:
+        """A name-like field: required (unless optional) and well-formed."""
+        if not value:
+            if required:
+                self.required(path)
+            return
+        detail = check(value)
+        if detail:
+            self.invalid(path, value, detail)
+
+    def unique(self, path: Path, values: Iterable[str], field: str | None = None) -> None:
+        """Report each repeated value of a list (at its index, and `.field` when keyed)."""
+        seen: set[str] = set()
+        for i, value in enumerate(values):
+            if value in seen:
+                self.duplicate((*path, i, field) if field else (*path, i), value)
+            seen.add(value)

@@ -1,0 +1,252 @@
+"""Static type checker: annotates every node with a type and resolves call overloads."""
+
+from __future__ import annotations
+
+from kubedra.cel import ast
+from kubedra.cel.env import NAMESPACES, Env
+from kubedra.cel.errors import CelEvalError, Issue
+from kubedra.cel.patterns import bare_lookup
+from kubedra.cel.registry import Overload
+from kubedra.cel.stdlib import compile_regex, static_type_of_name
+from kubedra.cel.types import (
+    BOOL,
+    BYTES,
+    DEVICE,
+    DOUBLE,
+    DYN,
+    INT,
+    NULL,
+    STRING,
+    UINT,
+    Type,
+    is_dyn,
+    join,
+    list_of,
+    map_of,
+    optional_of,
+    substitute,
+    unify,
+)  # fmt: skip
+from kubedra.cel.values import UInt
+
+Scope = dict[str, Type]
+_REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
+_MAP_KEYS = frozenset({"int", "uint", "string", "bool", "dyn"})
+
+
+def check(node: ast.Node, env: Env) -> Type:
+    """Type-check `node` in `env`; raises `Issue` on the first error."""
+    return _Checker(env).visit(node, {})
+
+
+def _signature(types: list[Type], member: bool) -> str:
+    if member:
+        return f"{types[0]}.({', '.join(str(t) for t in types[1:])})"
+    return f"({', '.join(str(t) for t in types)})"
+
+
+def literal_type(value: object) -> Type:
+    kinds: dict[type, Type] = {bool: BOOL, int: INT, UInt: UINT, float: DOUBLE, str: STRING,
+                               bytes: BYTES, type(None): NULL}  # fmt: skip
+    return kinds[type(value)]
+
+
+class _Checker:
+    def __init__(self, env: Env) -> None:
+        self.env = env
+
+    def visit(self, node: ast.Node, scope: Scope) -> Type:
+        method = getattr(self, f"_{type(node).__name__.lower()}")
+        result: Type = method(node, scope)
+        node.typ = result
+        return result
+
+    def _literal(self, node: ast.Literal, scope: Scope) -> Type:
+        return literal_type(node.value)
+
+    def _ident(self, node: ast.Ident, scope: Scope) -> Type:
+        found = scope.get(node.name) or self.env.variables.get(node.name)
+        found = found or static_type_of_name(node.name)
+        if found is None:
+            raise Issue(f"undeclared reference to '{node.name}'", node.pos)
+        return found
+
+    def _select(self, node: ast.Select, scope: Scope) -> Type:
+        operand = self.visit(node.operand, scope)
+        if operand.name == "optional_type" and not node.test_only:
+            return optional_of(self._field(node, operand.params[0]))
+        result = self._field(node, operand)
+        if node.test_only:
+            return BOOL
+        return optional_of(result) if node.optional else result
+
+    def _field(self, node: ast.Select, operand: Type) -> Type:
+        if operand == DEVICE:
+            found = self.env.field_type(operand, node.field)
+            if found is None:
+                raise Issue(f"undefined field '{node.field}'", node.pos)
+            return found
+        if operand.name == "map" and operand.params[0] in (STRING, DYN):
+            return operand.params[1]
+        if is_dyn(operand):
+            return DYN
+        raise Issue(f"type '{operand}' does not support field selection", node.pos)
+
+    def _index(self, node: ast.Index, scope: Scope) -> Type:
+        operand = self.visit(node.operand, scope)
+        index = self.visit(node.index, scope)
+        if self.env.lenient and bare_lookup(node) is not None:
+            return DYN  # may resolve to an attribute of the driver's own domain (seed compat)
+        wrap = node.optional or operand.name == "optional_type"
+        if operand.name == "optional_type":
+            operand = operand.params[0]
+        result = self._element(node, operand, index)
+        return optional_of(result) if wrap else result
+
+    def _element(self, node: ast.Index, operand: Type, index: Type) -> Type:
+        if operand.name == "list" and index in (INT, UINT, DYN):
+            return operand.params[0]
+        if operand.name == "map" and unify(operand.params[0], index, {}):
+            return operand.params[1]
+        if is_dyn(operand):
+            return DYN
+        sig = _signature([operand, index], False)
+        raise Issue(f"found no matching overload for '_[_]' applied to '{sig}'", node.pos)
+
+    def _call(self, node: ast.Call, scope: Scope) -> Type:
+        self._resolve_namespace(node, scope)
+        member = node.target is not None
+        args = ([node.target] if node.target is not None else []) + node.args
+        types = [self.visit(a, scope) for a in args]
+        candidates = self.env.library.lookup(node.function, member)
+        if not candidates and not self.env.library.has_name(node.function):
+            raise Issue(f"undeclared reference to '{node.function}'", node.pos)
+        matched: list[tuple[Overload, Type]] = []
+        for overload in candidates:
+            bound: dict[str, Type] = {}
+            if len(overload.args) == len(types) and all(
+                unify(p, t, bound) for p, t in zip(overload.args, types, strict=True)
+            ):
+                matched.append((overload, substitute(overload.result, bound)))
+        if not matched:
+            sig = _signature(types, member)
+            raise Issue(f"found no matching overload for '{node.function}' applied to '{sig}'",
+                        node.pos)  # fmt: skip
+        node.overloads = [o for o, _ in matched]
+        self._validate_regex(node)
+        results = {r for _, r in matched}
+        return results.pop() if len(results) == 1 else DYN
+
+    def _resolve_namespace(self, node: ast.Call, scope: Scope) -> None:
+        """`strings.quote(x)` parses as a member call on `strings`; make it a global call."""
+        target = node.target
+        if (
+            isinstance(target, ast.Ident)
+            and target.name in NAMESPACES
+            and target.name not in scope
+            and target.name not in self.env.variables
+        ):
+            node.function = f"{target.name}.{node.function}"
+            node.target = None
+
+    def _validate_regex(self, node: ast.Call) -> None:
+        """Literal patterns are checked at compile time (ValidateRegexLiterals, k8s 1.29)."""
+        if node.function not in _REGEX_FUNCTIONS:
+            return
+        pattern = node.args[0] if node.target is not None else node.args[-1]
+        if isinstance(pattern, ast.Literal) and type(pattern.value) is str:
+            try:
+                compile_regex(pattern.value)
+            except CelEvalError as exc:
+                raise Issue(f"invalid regular expression: {exc}", pattern.pos) from None
+
+    def _logic(self, node: ast.Logic, scope: Scope) -> Type:
+        left, right = self.visit(node.left, scope), self.visit(node.right, scope)
+        if not all(t in (BOOL, DYN) for t in (left, right)):
+            sig = _signature([left, right], False)
+            fn = "_&&_" if node.op == "&&" else "_||_"
+            raise Issue(f"found no matching overload for '{fn}' applied to '{sig}'", node.pos)
+        return BOOL
+
+    def _conditional(self, node: ast.Conditional, scope: Scope) -> Type:
+        cond = self.visit(node.cond, scope)
+        then, other = self.visit(node.then, scope), self.visit(node.otherwise, scope)
+        result = join(then, other)
+        if cond not in (BOOL, DYN) or result is None:
+            sig = _signature([cond, then, other], False)
+            raise Issue(f"found no matching overload for '_?_:_' applied to '{sig}'", node.pos)
+        return result
+
+    def _listlit(self, node: ast.ListLit, scope: Scope) -> Type:
+        elem: Type | None = None
+        for i, element in enumerate(node.elements):
+            t = self.visit(element, scope)
+            if i in node.optional_indices:
+                t = t.params[0] if t.name == "optional_type" else DYN
+            elem = self._homogeneous(elem, t, element)
+        return list_of(elem or DYN)
+
+    def _maplit(self, node: ast.MapLit, scope: Scope) -> Type:
+        key_t: Type | None = None
+        value_t: Type | None = None
+        for key, value, optional in node.entries:
+            kt = self.visit(key, scope)
+            if kt.name not in _MAP_KEYS:
+                raise Issue(f"unsupported map key type: {kt}", key.pos)
+            vt = self.visit(value, scope)
+            if optional:
+                vt = vt.params[0] if vt.name == "optional_type" else DYN
+            key_t = self._homogeneous(key_t, kt, key)
+            value_t = self._homogeneous(value_t, vt, value)
+        return map_of(key_t or DYN, value_t or DYN)
+
+    @staticmethod
+    def _homogeneous(seen: Type | None, t: Type, node: ast.Node) -> Type:
+        """Aggregate literals must be homogeneous (HomogeneousAggregateLiterals)."""
+        if seen is None:
+            return t
+        common = join(seen, t)
+        if common is None:
+            raise Issue(f"expected type '{seen}' but found '{t}'", node.pos)
+        return common
+
+    def _comprehension(self, node: ast.Comprehension, scope: Scope) -> Type:
+        if node.kind == "bind":
+            init = self.visit(node.args[0], scope)
+            return self.visit(node.args[1], {**scope, node.var: init})
+        rng = self.visit(node.range, scope)
+        inner = {**scope, **self._loop_vars(node, rng)}
+        results = [self.visit(arg, inner) for arg in node.args]
+        return self._comprehension_result(node, rng, results)
+
+    def _loop_vars(self, node: ast.Comprehension, rng: Type) -> Scope:
+        if rng.name == "list":
+            first, second = (INT, rng.params[0]) if node.var2 else (rng.params[0], DYN)
+        elif rng.name == "map":
+            first, second = rng.params
+        elif is_dyn(rng):
+            first, second = DYN, DYN
+        else:
+            raise Issue(f"expression of type '{rng}' cannot be range of a comprehension "
+                        "(must be list, map, or dynamic)", node.range.pos)  # fmt: skip
+        out = {node.var: first}
+        if node.var2:
+            out[node.var2] = second
+        return out
+
+    def _comprehension_result(self, node: ast.Comprehension, rng: Type, res: list[Type]) -> Type:
+        kind = node.kind
+        predicates = res if kind in ("all", "exists", "exists_one", "existsOne", "filter") else []
+        if kind in ("map_filter", "transformList", "transformMap") and len(res) == 2:
+            predicates = res[:1]
+        for arg, t in zip(node.args, predicates, strict=False):
+            if t not in (BOOL, DYN):
+                raise Issue(f"expected type 'bool' but found '{t}'", arg.pos)
+        if kind in ("all", "exists", "exists_one", "existsOne"):
+            return BOOL
+        elem = rng.params[0] if rng.name in ("list", "map") else DYN
+        if kind in ("filter", "sortBy"):
+            return list_of(elem)
+        if kind == "transformMap":
+            return map_of(elem, res[-1])
+        return list_of(res[-1])

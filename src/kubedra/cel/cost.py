@@ -1,0 +1,183 @@
+"""Static worst-case cost estimate, modelled on cel-go's checker cost estimator.
+
+Each node gets (cost, shape); a shape bounds the size of a value (string length, list or
+map entries) and of its keys/elements. The DRA size hints come from the API limits: at most
+32 domains and 32 names per device, domains <= 63 chars, names <= 32, values <= 64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kubedra.cel import ast
+from kubedra.cel.patterns import device_map
+from kubedra.cel.stdlib import TRAVERSAL, ceil_cost
+from kubedra.cel.types import BYTES, STRING, Type
+
+UNBOUNDED = 1 << 32
+LIST_CREATE = 10  # cel-go's base cost of building a list
+MAP_CREATE = 30  # ... and of building a map
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    size: int
+    key: Shape | None = None
+    elem: Shape | None = None
+
+    def part(self, which: str) -> Shape:
+        found = self.key if which == "key" else self.elem
+        return found or UNKNOWN
+
+
+UNKNOWN = Shape(UNBOUNDED)
+SCALAR = Shape(1)
+_ATTRIBUTE_VALUE = Shape(64, elem=Shape(64))  # a string, or a list attribute (<= 64)
+DEVICE_SHAPES = {
+    "driver": Shape(63),
+    "attributes": Shape(32, Shape(63), Shape(32, Shape(32), _ATTRIBUTE_VALUE)),
+    "capacity": Shape(32, Shape(63), Shape(32, Shape(32), SCALAR)),
+    "allowMultipleAllocations": SCALAR,
+}
+
+# Per-iteration overhead of each macro's accumulator logic, and its init and result costs.
+_LOOP = {  # kind: (init, per-iteration overhead, result)
+    "all": (0, 3, 1),  # not_strictly_false(accu) + accu && pred
+    "exists": (0, 4, 1),  # not_strictly_false(!accu) + accu || pred
+    "exists_one": (0, 2, 2),  # pred ? accu + 1 : accu ; accu == 1
+    "existsOne": (0, 2, 2),
+    "filter": (LIST_CREATE, 13, 1),  # pred ? accu + [x] : accu
+    "map": (LIST_CREATE, 12, 1),  # accu + [f(x)]
+    "map_filter": (LIST_CREATE, 12, 1),
+    "transformList": (LIST_CREATE, 12, 1),
+    "transformMap": (MAP_CREATE, 32, 1),
+    "sortBy": (LIST_CREATE, 14, 1),
+}
+
+
+@dataclass(slots=True)
+class Estimate:
+    total: int
+    iteration: dict[int, int] = field(default_factory=dict)  # id(comprehension) -> cost
+
+
+def estimate(node: ast.Node, device: bool) -> Estimate:
+    """Worst-case cost of `node`; `device` selects the DRA size hints for `device`."""
+    est = _Estimator(device)
+    cost, _ = est.visit(node, {})
+    return Estimate(cost, est.iteration)
+
+
+class _Estimator:
+    def __init__(self, device: bool) -> None:
+        self.device = device
+        self.iteration: dict[int, int] = {}
+        self.nested: list[int] = []  # per open comprehension: cost of macros nested in it
+
+    def visit(self, node: ast.Node, scope: dict[str, Shape]) -> tuple[int, Shape]:
+        method = getattr(self, f"_{type(node).__name__.lower()}")
+        result: tuple[int, Shape] = method(node, scope)
+        return result
+
+    def _literal(self, node: ast.Literal, scope: dict[str, Shape]) -> tuple[int, Shape]:
+        value = node.value
+        return 0, Shape(len(value)) if isinstance(value, str | bytes) else SCALAR
+
+    def _ident(self, node: ast.Ident, scope: dict[str, Shape]) -> tuple[int, Shape]:
+        if node.name in scope:
+            return 1, scope[node.name]
+        return 1, UNKNOWN
+
+    def _select(self, node: ast.Select, scope: dict[str, Shape]) -> tuple[int, Shape]:
+        cost, shape = self.visit(node.operand, scope)
+        if node.test_only:
+            return cost, SCALAR  # has() itself is free (PresenceTestHasCost(false))
+        operand = node.operand
+        is_device = isinstance(operand, ast.Ident) and operand.name == "device"
+        if self.device and is_device and "device" not in scope:
+            return cost + 1, DEVICE_SHAPES.get(node.field, UNKNOWN)
+        return cost + 1, shape.part("elem")
+
+    def _index(self, node: ast.Index, scope: dict[str, Shape]) -> tuple[int, Shape]:
+        cost, shape = self.visit(node.operand, scope)
+        index_cost, _ = self.visit(node.index, scope)
+        return cost + index_cost + 1, shape.part("elem")
+
+    def _call(self, node: ast.Call, scope: dict[str, Shape]) -> tuple[int, Shape]:
+        args = ([node.target] if node.target is not None else []) + node.args
+        parts = [self.visit(a, scope) for a in args]
+        sizes = [s.size for _, s in parts]
+        own = self._call_cost(node, args, sizes)
+        return sum(c for c, _ in parts) + own, self._result_shape(node, [s for _, s in parts])
+
+    @staticmethod
+    def _call_cost(node: ast.Call, args: list[ast.Node], sizes: list[int]) -> int:
+        if node.function in ("_==_", "_!=_"):
+            textual = any(a.typ in (STRING, BYTES) for a in args)
+            return ceil_cost(TRAVERSAL * min(sizes)) if textual else 1
+        costs = [o.cost(sizes) if o.cost else 1 for o in node.overloads]
+        return max(costs, default=1)
+
+    @staticmethod
+    def _result_shape(node: ast.Call, shapes: list[Shape]) -> Shape:
+        result: Type | None = node.typ
+        if result is None or result.name not in ("string", "bytes", "list", "map"):
+            return SCALAR
+        if node.function == "_+_":
+            return Shape(sum(s.size for s in shapes), elem=shapes[0].elem)
+        if node.function == "lists.range":
+            return UNKNOWN
+        if node.function in ("split", "findAll"):
+            return Shape(shapes[0].size, elem=shapes[0])
+        biggest = max(shapes, key=lambda s: s.size, default=UNKNOWN)
+        return biggest if result.name in ("list", "map") else Shape(biggest.size)
+
+    def _logic(self, node: ast.Logic, scope: dict[str, Shape]) -> tuple[int, Shape]:
+        return self.visit(node.left, scope)[0] + self.visit(node.right, scope)[0], SCALAR
+
+    def _conditional(self, node: ast.Conditional, scope: dict[str, Shape]) -> tuple[int, Shape]:
+        cond, _ = self.visit(node.cond, scope)
+        then, then_shape = self.visit(node.then, scope)
+        other, other_shape = self.visit(node.otherwise, scope)
+        bigger = then_shape if then_shape.size >= other_shape.size else other_shape
+        return cond + max(then, other), bigger
+
+    def _listlit(self, node: ast.ListLit, scope: dict[str, Shape]) -> tuple[int, Shape]:
+        parts = [self.visit(e, scope) for e in node.elements]
+        elem = max((s for _, s in parts), key=lambda s: s.size, default=SCALAR)
+        return LIST_CREATE + sum(c for c, _ in parts), Shape(len(parts), elem=elem)
+
+    def _maplit(self, node: ast.MapLit, scope: dict[str, Shape]) -> tuple[int, Shape]:
+        keys = [self.visit(k, scope) for k, _, _ in node.entries]
+        values = [self.visit(v, scope) for _, v, _ in node.entries]
+        key = max((s for _, s in keys), key=lambda s: s.size, default=SCALAR)
+        elem = max((s for _, s in values), key=lambda s: s.size, default=SCALAR)
+        cost = MAP_CREATE + sum(c for c, _ in keys) + sum(c for c, _ in values)
+        return cost, Shape(len(keys), key, elem)
+
+    def _comprehension(self, node: ast.Comprehension, scope: dict[str, Shape]) -> tuple[int, Shape]:
+        if node.kind == "bind":
+            init, init_shape = self.visit(node.args[0], scope)
+            body, body_shape = self.visit(node.args[1], {**scope, node.var: init_shape})
+            return LIST_CREATE + init + body, body_shape
+        rng, shape = self.visit(node.range, scope)
+        is_map = node.range.typ is not None and node.range.typ.name == "map"
+        if device_map(node.range) is not None and self.device:
+            is_map = True
+        inner = dict(scope)
+        first = shape.part("key") if is_map else shape.part("elem")
+        inner[node.var] = SCALAR if node.var2 and not is_map else first
+        if node.var2:
+            inner[node.var2] = shape.part("elem")
+        self.nested.append(0)
+        parts = [self.visit(arg, inner) for arg in node.args]
+        nested = self.nested.pop()
+        init, overhead, result = _LOOP[node.kind]
+        per_iteration = overhead + sum(c for c, _ in parts)
+        # Runtime charging: nested macros charge their own iterations.
+        self.iteration[id(node)] = max(1, per_iteration - nested)
+        total = rng + init + shape.size * per_iteration + result
+        if self.nested:
+            self.nested[-1] += total
+        out_elem = parts[-1][1] if node.kind in ("map", "map_filter", "transformList") else first
+        return total, Shape(shape.size, elem=out_elem)

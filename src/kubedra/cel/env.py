@@ -1,0 +1,60 @@
+"""The compilation environment: which functions and variables an expression may use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from kubedra.cel.ext_lists import list_extensions, optional_library
+from kubedra.cel.ext_strings import string_extensions
+from kubedra.cel.k8s_lib import includes_library, kubernetes_library
+from kubedra.cel.registry import Library
+from kubedra.cel.stdlib import standard_library
+from kubedra.cel.types import BOOL, DEVICE, DYN, QUANTITY, STRING, Type, map_of
+
+# Namespaces of global functions written like member calls (`strings.quote(x)`).
+NAMESPACES = frozenset({"strings", "optional", "sets", "lists"})
+
+
+@dataclass(frozen=True, slots=True)
+class Env:
+    """Declarations plus the DRA feature switches that change them."""
+
+    library: Library
+    variables: dict[str, Type]
+    device_fields: dict[str, Type]
+    lenient: bool
+
+    def field_type(self, owner: Type, name: str) -> Type | None:
+        return self.device_fields.get(name) if owner == DEVICE else None
+
+
+@cache
+def _base_library(list_attributes: bool) -> Library:
+    lib = (
+        standard_library()
+        .merged(string_extensions())
+        .merged(kubernetes_library())
+        .merged(list_extensions())
+        .merged(optional_library())
+    )
+    return lib.merged(includes_library()) if list_attributes else lib
+
+
+@cache
+def selector_env(*, strict: bool, consumable_capacity: bool, list_attributes: bool) -> Env:
+    """The DRA selector environment (`device` variable) for one feature combination."""
+    fields = {
+        "driver": STRING,
+        "attributes": map_of(STRING, map_of(STRING, DYN)),
+        "capacity": map_of(STRING, map_of(STRING, QUANTITY)),
+    }
+    if consumable_capacity:
+        fields["allowMultipleAllocations"] = BOOL
+    return Env(_base_library(list_attributes), {"device": DEVICE}, fields, lenient=not strict)
+
+
+@cache
+def plain_env(names: frozenset[str]) -> Env:
+    """Plain CEL with dynamically typed variables (the generic evaluation path)."""
+    return Env(_base_library(False), dict.fromkeys(names, DYN), {}, lenient=False)

@@ -1,0 +1,133 @@
+"""cel-go `ext.Lists` (v3: slice, flatten, distinct, range, reverse, sort; sortBy is a
+macro), `ext.Sets`, and the optional-type functions (cel.OptionalTypes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kubedra.cel.errors import CelEvalError
+from kubedra.cel.registry import Library
+from kubedra.cel.types import (
+    BOOL,
+    BYTES,
+    DOUBLE,
+    DYN,
+    INT,
+    STRING,
+    UINT,
+    A,
+    list_of,
+    optional_of,
+)  # fmt: skip
+from kubedra.cel.values import Optional, cel_equal, type_name
+
+
+def list_slice(items: Sequence[object], start: int, end: int) -> list[object]:
+    if start < 0 or end < 0:
+        raise CelEvalError(f"cannot slice(${start}, ${end}), negative indexes not supported")
+    if start > end:
+        raise CelEvalError(f"cannot slice({start}, {end}), start index must be less than or "
+                           "equal to end index")  # fmt: skip
+    if end > len(items):
+        raise CelEvalError(f"cannot slice({start}, {end}), list is length {len(items)}")
+    return list(items[start:end])
+
+
+def flatten(items: Sequence[object], depth: int = 1) -> list[object]:
+    if depth < 0:
+        raise CelEvalError("level must be non-negative")
+    out: list[object] = []
+    for item in items:
+        if isinstance(item, list | tuple) and depth > 0:
+            out.extend(flatten(item, depth - 1))
+        else:
+            out.append(item)
+    return out
+
+
+def distinct(items: Sequence[object]) -> list[object]:
+    out: list[object] = []
+    for item in items:
+        if not any(cel_equal(item, seen) for seen in out):
+            out.append(item)
+    return out
+
+
+def reverse(items: Sequence[object]) -> list[object]:
+    return list(reversed(items))
+
+
+def sort_list(items: Sequence[object]) -> list[object]:
+    kinds = {type_name(x) for x in items}
+    if len(kinds) > 1 and not kinds <= {"int", "uint", "double"}:
+        raise CelEvalError("sort: list elements must have the same type")
+    return sorted(items)  # type: ignore[type-var]
+
+
+def list_range(n: int) -> list[int]:
+    return list(range(n))
+
+
+def sets_contains(items: Sequence[object], sub: Sequence[object]) -> bool:
+    return all(any(cel_equal(x, y) for y in items) for x in sub)
+
+
+def sets_equivalent(a: Sequence[object], b: Sequence[object]) -> bool:
+    return sets_contains(a, b) and sets_contains(b, a)
+
+
+def sets_intersects(a: Sequence[object], b: Sequence[object]) -> bool:
+    return any(any(cel_equal(x, y) for y in b) for x in a)
+
+
+def _product_cost(sizes: list[int]) -> int:
+    return max(1, sizes[0] * sizes[1])
+
+
+def _size_cost(sizes: list[int]) -> int:
+    return max(1, sizes[0])
+
+
+def list_extensions() -> Library:
+    lib = Library()
+    la = list_of(A)
+    lib.add("slice", (la, INT, INT), la, list_slice, member=True, cost=_size_cost)
+    lib.add("flatten", (list_of(la),), la, flatten, member=True, cost=_size_cost)
+    lib.add("flatten", (list_of(DYN), INT), list_of(DYN), flatten, member=True, cost=_size_cost)
+    lib.add("distinct", (la,), la, distinct, member=True, cost=lambda s: max(1, s[0] * s[0]))
+    lib.add("reverse", (la,), la, reverse, member=True, cost=_size_cost)
+    for t in (INT, UINT, DOUBLE, STRING, BYTES, BOOL):
+        lib.add("sort", (list_of(t),), list_of(t), sort_list, member=True, cost=_size_cost)
+    lib.add("lists.range", (INT,), list_of(INT), list_range)
+    for name, impl in (("sets.contains", sets_contains), ("sets.equivalent", sets_equivalent),
+                       ("sets.intersects", sets_intersects)):  # fmt: skip
+        lib.add(name, (la, la), BOOL, impl, cost=_product_cost)
+    return lib
+
+
+# -- optional types ---------------------------------------------------------------------------
+def optional_value(opt: Optional) -> object:
+    if not opt.present:
+        raise CelEvalError("optional.none() dereference")
+    return opt.value
+
+
+def _is_zero(value: object) -> bool:
+    """The zero value of its type (null, false, 0, "", empty aggregate)."""
+    if value is None or isinstance(value, bool | int | float | str | bytes | list | tuple | dict):
+        return not value
+    return False
+
+
+def optional_library() -> Library:
+    lib = Library()
+    oa = optional_of(A)
+    lib.add("optional.of", (A,), oa, Optional)
+    lib.add("optional.ofNonZeroValue", (A,), oa,
+            lambda v: Optional.NONE if _is_zero(v) else Optional(v))  # fmt: skip
+    lib.add("optional.none", (), oa, lambda: Optional.NONE)
+    lib.add("hasValue", (oa,), BOOL, lambda o: o.present, member=True)
+    lib.add("value", (oa,), A, optional_value, member=True)
+    lib.add("orValue", (oa, A), A, lambda o, v: o.value if o.present else v, member=True)
+    lib.add("or", (oa, oa), oa, lambda o, p: o if o.present else p, member=True)
+    return lib

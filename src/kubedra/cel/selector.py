@@ -1,0 +1,125 @@
+"""Public entry points: compile a selector once (cached), evaluate it per device."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+from kubedra.cel import ast
+from kubedra.cel.checker import check
+from kubedra.cel.compiler import Compiler, Fn
+from kubedra.cel.cost import estimate
+from kubedra.cel.device import DeviceView
+from kubedra.cel.env import Env, plain_env, selector_env
+from kubedra.cel.errors import CelCompileError, CelError, CelEvalError, Issue
+from kubedra.cel.parser import parse
+from kubedra.cel.runtime import COST_LIMIT
+from kubedra.cel.types import BOOL, DYN
+from kubedra.cel.values import type_name
+
+MAX_EXPRESSION_BYTES = 10 * 1024  # resourceapi.CELSelectorExpressionMaxLength
+CACHE_SIZE = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledSelector:
+    """A compiled device selector; `evaluate` is safe to call concurrently."""
+
+    expression: str
+    estimated_cost: int
+    list_attributes: bool
+    _fn: Fn
+    _frame_size: int
+
+    def evaluate(self, device: DeviceView) -> bool:
+        """True/False for `device`; raises CelEvalError as upstream's runtime errors."""
+        if device.list_attribute is not None and not self.list_attributes:
+            raise CelEvalError(f"attribute {device.list_attribute}: unsupported attribute value")
+        value = _run(self._fn, device, self._frame_size)
+        if value is True or value is False:
+            return value
+        raise CelEvalError(
+            f"CEL result of type {type_name(value)} could not be converted to bool: {value!r}"
+        )
+
+
+def _run(fn: Fn, root: object, frame_size: int) -> object:
+    frame: list[object] = [root, 0]
+    if frame_size > 2:
+        frame.extend([None] * (frame_size - 2))
+    try:
+        return fn(frame)
+    except CelError:
+        raise
+    except RecursionError:
+        raise CelEvalError("expression too deeply nested") from None
+    except Exception as exc:  # a Python-level failure inside a library function
+        raise CelEvalError(f"{type(exc).__name__}: {exc}") from None
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def compile_selector(
+    expression: str,
+    *,
+    strict: bool = False,
+    consumable_capacity: bool = True,
+    list_attributes: bool = False,
+    enforce_cost_limit: bool = True,
+) -> CompiledSelector:
+    """Compile a DRA device selector.
+
+    `strict` gives upstream behaviour exactly; the default (lenient) also resolves a dot-less
+    `device.attributes[K]`/`device.capacity[K]` to K in the device's own driver domain.
+    `enforce_cost_limit=False` mirrors the allocator (no estimate check; runtime limit only).
+    """
+    if len(expression.encode("utf-8")) > MAX_EXPRESSION_BYTES:
+        raise CelCompileError(
+            f"expression too long: {len(expression.encode())} bytes, "
+            f"may not be more than {MAX_EXPRESSION_BYTES}"
+        )
+    env = selector_env(
+        strict=strict, consumable_capacity=consumable_capacity, list_attributes=list_attributes
+    )
+    tree = _checked(expression, env)
+    result = tree.typ
+    if result not in (BOOL, DYN):
+        raise CelCompileError(f"must evaluate to bool or the unknown type, not {result}")
+    est = estimate(tree, device=True)
+    if enforce_cost_limit and est.total > COST_LIMIT:
+        raise CelCompileError(
+            f"too complex, exceeds cost limit: estimated cost {est.total}, limit {COST_LIMIT}"
+        )
+    fn, size = _closure(tree, env, est.iteration if est.total > COST_LIMIT else None, True)
+    return CompiledSelector(expression, est.total, list_attributes, fn, size)
+
+
+def _checked(expression: str, env: Env) -> ast.Node:
+    try:
+        tree = parse(expression)
+        check(tree, env)
+    except Issue as issue:
+        raise CelCompileError(f"compilation failed: {issue.render(expression)}") from None
+    return tree
+
+
+def _closure(
+    tree: ast.Node, env: Env, iteration: dict[int, int] | None, device: bool
+) -> tuple[Fn, int]:
+    compiler = Compiler(device=device, lenient=env.lenient, iteration_costs=iteration)
+    fn = compiler.compile(tree)
+    return fn, compiler.frame_size
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def _compile_plain(expression: str, names: frozenset[str]) -> tuple[Fn, int]:
+    env = plain_env(names)
+    tree = _checked(expression, env)
+    est = estimate(tree, device=False)
+    return _closure(tree, env, est.iteration if est.total > COST_LIMIT else None, False)
+
+
+def evaluate_expression(expression: str, activation: Mapping[str, object]) -> object:
+    """Evaluate plain CEL (no `device`) with dynamically typed variables."""
+    fn, size = _compile_plain(expression, frozenset(activation))
+    return _run(fn, activation, size)

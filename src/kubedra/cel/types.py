@@ -1,0 +1,108 @@
+"""Static types used by the checker (a small subset of CEL's type system)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Type:
+    """A CEL type; names starting with `_` are type parameters of overload signatures."""
+
+    name: str
+    params: tuple[Type, ...] = ()
+
+    @property
+    def is_param(self) -> bool:
+        return self.name.startswith("_")
+
+    def __str__(self) -> str:
+        if self.name == "list":
+            return f"list({self.params[0]})"
+        if self.name == "map":
+            return f"map({self.params[0]}, {self.params[1]})"
+        if self.name == "optional_type":
+            return f"optional_type({self.params[0]})"
+        if self.name == "type" and self.params:
+            return f"type({self.params[0]})"
+        return self.name
+
+
+INT = Type("int")
+UINT = Type("uint")
+DOUBLE = Type("double")
+STRING = Type("string")
+BYTES = Type("bytes")
+BOOL = Type("bool")
+NULL = Type("null_type")
+DYN = Type("dyn")
+TYPE = Type("type")
+QUANTITY = Type("kubernetes.Quantity")
+SEMVER = Type("kubernetes.Semver")
+DEVICE = Type("kubernetes.DRADevice")
+A = Type("_A")
+B = Type("_B")
+
+
+def list_of(elem: Type) -> Type:
+    return Type("list", (elem,))
+
+
+def map_of(key: Type, value: Type) -> Type:
+    return Type("map", (key, value))
+
+
+def optional_of(inner: Type) -> Type:
+    return Type("optional_type", (inner,))
+
+
+def is_dyn(t: Type) -> bool:
+    return t.name == "dyn"
+
+
+def has_dyn(t: Type) -> bool:
+    """True when a runtime check is needed because part of the type is unknown."""
+    return t.name == "dyn" or any(has_dyn(p) for p in t.params)
+
+
+def unify(param: Type, arg: Type, bound: dict[str, Type]) -> bool:
+    """Match an argument type against an overload parameter, binding type parameters."""
+    if param.is_param:
+        seen = bound.get(param.name)
+        if seen is None or is_dyn(seen):
+            bound[param.name] = arg
+            return True
+        return is_dyn(arg) or _same(seen, arg, bound)
+    if is_dyn(param) or is_dyn(arg):
+        return True
+    return _same(param, arg, bound)
+
+
+def _same(a: Type, b: Type, bound: dict[str, Type]) -> bool:
+    if a.name != b.name or len(a.params) != len(b.params):
+        return False
+    return all(unify(p, q, bound) for p, q in zip(a.params, b.params, strict=True))
+
+
+def substitute(t: Type, bound: dict[str, Type]) -> Type:
+    """Replace bound type parameters; unbound ones become dyn."""
+    if t.is_param:
+        return bound.get(t.name, DYN)
+    if not t.params:
+        return t
+    return Type(t.name, tuple(substitute(p, bound) for p in t.params))
+
+
+def join(a: Type, b: Type) -> Type | None:
+    """The common type of two branches/elements, dyn absorbing; None if incompatible."""
+    if a == b:
+        return a
+    if is_dyn(a) or is_dyn(b):
+        return DYN
+    if a.name == b.name and len(a.params) == len(b.params):
+        parts = [join(p, q) for p, q in zip(a.params, b.params, strict=True)]
+        if all(p is not None for p in parts):
+            return Type(a.name, tuple(p for p in parts if p is not None))
+    if NULL in (a, b):
+        return DYN
+    return None

@@ -1,0 +1,41 @@
+"""`kubedra lint`: load and validate manifests, one line per problem, warnings included.
+
+Exit codes follow the issue's contract: 0 when clean or with warnings only, 1 with errors
+(or with warnings under `--strict`), so the command can gate CI pipelines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TextIO
+
+from kubedra.api.loader import LoadResult, load_paths
+from kubedra.api.resource import ResourceSlice
+from kubedra.api.validation import validate
+from kubedra.cel.validation import cel_problems, published_names
+from kubedra.errors import Problem
+
+
+def lint_problems(result: LoadResult, strict: bool = False) -> list[Problem]:
+    """Every problem of a load: reading and decoding, conversions, validation, then CEL
+    (compiled in upstream's environment under `strict`, else in kubedra's lenient one)."""
+    problems = list(result.problems)
+    slices = [o.obj for o in result.objects if isinstance(o.obj, ResourceSlice)]
+    known = published_names(slices)
+    for loaded in result.objects:
+        problems.extend(loaded.warnings)
+        found = validate(loaded.obj) + cel_problems(loaded.obj, strict=strict, known=known)
+        problems.extend(result.locate(p, loaded.source) for p in found)
+    return problems
+
+
+def run_lint(paths: Sequence[str], out: TextIO, strict: bool, stdin: TextIO | None = None) -> int:
+    """Print the problems of the manifests at `paths`; returns the exit code."""
+    problems = lint_problems(load_paths(paths, stdin), strict)
+    for problem in problems:
+        out.write(f"{problem}\n")
+    errors = sum(p.is_error for p in problems)
+    warnings = len(problems) - errors
+    if errors or (strict and warnings):
+        return 1
+    return 0
