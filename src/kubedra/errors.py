@@ -106,3 +106,19 @@ class ValidationError(KubedraError):
 def errors_only(problems: Iterable[Problem]) -> list[Problem]:
     """The problems that are errors (warnings never block a load)."""
     return [p for p in problems if p.is_error]
+
+
+class StoreError(KubedraError):
+    """A store operation that cannot be done as asked."""
+
+
+class NotFound(StoreError):
+    """The object does not exist (kubectl: `Error from server (NotFound)`)."""
+
+
+class AlreadyExists(StoreError):
+    """An object with that kind, namespace and name exists already."""
+
+
+class Conflict(StoreError):
+    """A write raced another one: the resourceVersion given is no longer current."""

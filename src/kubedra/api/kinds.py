@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+import msgspec
+
 from kubedra.api.core import Namespace, Node, Pod
 from kubedra.api.meta import KubeObject
 from kubedra.api.resource import (
@@ -13,6 +17,8 @@ from kubedra.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+
+KubeObjectT = TypeVar("KubeObjectT", bound=KubeObject)
 
 ALL_KINDS: tuple[type[KubeObject], ...] = (
     DeviceClass,
@@ -77,3 +83,13 @@ def resolve_kind(name: str) -> type[KubeObject]:
         known = ", ".join(sorted(BY_KIND))
         raise KeyError(f'the server doesn\'t have a resource type "{name}" (known: {known})')
     return BY_KIND[kind]
+
+
+def with_type_meta(obj: KubeObjectT) -> KubeObjectT:
+    """The object with apiVersion and kind filled in (objects built in code often lack them)."""
+    if obj.kind and obj.api_version:
+        return obj
+    cls = type(obj)
+    return msgspec.structs.replace(
+        obj, kind=obj.kind or cls.KIND, api_version=obj.api_version or api_version_of(cls)
+    )

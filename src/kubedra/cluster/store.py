@@ -1,0 +1,70 @@
+"""The `Store` protocol: what the scheduler, drivers and CLI need of cluster state.
+
+It is the subset of the Kubernetes API server's semantics that DRA relies on: objects
+keyed by kind/namespace/name, a cluster-wide resourceVersion that orders every write,
+optimistic concurrency (a stale resourceVersion is a `Conflict`, never a silent overwrite),
+spec and status written separately, finalizers, ownerReference cascade, and a watch that
+replays every change after a given resourceVersion.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol, TypeVar
+
+from kubedra.api.meta import KubeObject
+
+T = TypeVar("T", bound=KubeObject)
+
+DEFAULT_NAMESPACE = "default"
+
+
+class EventType(StrEnum):
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One change: the object as it was after the change (before it, for DELETED)."""
+
+    type: EventType
+    resource_version: int
+    obj: KubeObject
+
+
+class Store(Protocol):
+    def get(self, cls: type[T], name: str, namespace: str = DEFAULT_NAMESPACE) -> T: ...
+
+    def list(
+        self,
+        cls: type[T],
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> builtins.list[T]: ...
+
+    def create(self, obj: T) -> T: ...
+
+    def update(self, obj: T) -> T: ...
+
+    def update_status(self, obj: T) -> T: ...
+
+    def delete(self, cls: type[T], name: str, namespace: str = DEFAULT_NAMESPACE) -> T: ...
+
+    def resource_version(self) -> int: ...
+
+    def changes(
+        self, since: int, kinds: Iterable[type[KubeObject]] | None = None
+    ) -> builtins.list[WatchEvent]: ...
+
+    def watch(
+        self,
+        since: int,
+        kinds: Iterable[type[KubeObject]] | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[WatchEvent]: ...
