@@ -1,0 +1,79 @@
+"""Node selection semantics of core/v1: node selector terms, taints and tolerations.
+
+Used by the scheduler (pod placement) and the allocator (ResourceSlice and device node
+selectors), so both read the same rules: terms are ORed, the requirements of a term are
+ANDed, and `matchFields` supports `metadata.name`, as upstream's node affinity does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from kubedra.api.core import (
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Taint,
+    Toleration,
+)
+
+
+def node_selector_matches(
+    selector: NodeSelector, node_name: str, labels: Mapping[str, str]
+) -> bool:
+    """Whether a node matches any term of the selector (no terms: no node)."""
+    return any(term_matches(t, node_name, labels) for t in selector.node_selector_terms)
+
+
+def term_matches(term: NodeSelectorTerm, node_name: str, labels: Mapping[str, str]) -> bool:
+    """All requirements of a term hold; an empty term matches nothing (upstream rule)."""
+    if not term.match_expressions and not term.match_fields:
+        return False
+    fields = {"metadata.name": node_name}
+    return all(requirement_matches(r, labels) for r in term.match_expressions) and all(
+        requirement_matches(r, fields) for r in term.match_fields
+    )
+
+
+def requirement_matches(req: NodeSelectorRequirement, values: Mapping[str, str]) -> bool:
+    present = req.key in values
+    value = values.get(req.key, "")
+    op = req.operator
+    if op == "In":
+        return present and value in req.values
+    if op == "NotIn":
+        return not present or value not in req.values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and len(req.values) == 1:
+        try:
+            have, limit = int(value), int(req.values[0])
+        except ValueError:
+            return False
+        return have > limit if op == "Gt" else have < limit
+    return False
+
+
+def tolerates(toleration: Toleration, taint: Taint) -> bool:
+    """Whether one toleration tolerates one taint (empty key with Exists: every taint)."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if (toleration.operator or "Equal") == "Exists":
+        return True
+    return (toleration.value or "") == (taint.value or "")
+
+
+def untolerated(
+    taints: Sequence[Taint],
+    tolerations: Sequence[Toleration],
+    effects: frozenset[str] = frozenset({"NoSchedule", "NoExecute"}),
+) -> Taint | None:
+    """The first taint with a blocking effect that no toleration tolerates."""
+    for taint in taints:
+        if taint.effect in effects and not any(tolerates(t, taint) for t in tolerations):
+            return taint
+    return None

@@ -1,0 +1,100 @@
+"""Node filtering before any device is looked at: the kube-scheduler's non-DRA filters.
+
+In order: nodeName, unschedulable, nodeSelector, required node affinity, taints with
+NoSchedule/NoExecute, CPU/memory requests against what is left of allocatable. Each
+returns the reason a node is excluded, which `explain` shows per node group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from kubedra.api.core import Node, Pod, Taint, Toleration
+from kubedra.api.quantity import Quantity
+from kubedra.api.selection import node_selector_matches, untolerated
+
+# Resources the scheduler accounts for; DRA devices are accounted by the allocator.
+ACCOUNTED = ("cpu", "memory")
+_UNSCHEDULABLE = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+
+def pod_requests(pod: Pod) -> dict[str, Quantity]:
+    """Effective requests: the larger of the containers' sum and any init container's."""
+    total: dict[str, Quantity] = {}
+    for c in pod.spec.containers:
+        for name, q in (c.resources.requests if c.resources else {}).items():
+            total[name] = total[name].add(q) if name in total else q
+    for c in pod.spec.init_containers:
+        for name, q in (c.resources.requests if c.resources else {}).items():
+            if name not in total or q > total[name]:
+                total[name] = q
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFit:
+    """A node that passed, or the reason it did not (short, like the scheduler's)."""
+
+    node: Node
+    reason: str = ""
+
+    @property
+    def fits(self) -> bool:
+        return not self.reason
+
+
+def filter_node(pod: Pod, node: Node, used: Mapping[str, Quantity]) -> NodeFit:
+    """Check one node for one pod; `used` is what pods already bound there request."""
+    spec = pod.spec
+    if spec.node_name and spec.node_name != node.name:
+        return NodeFit(node, "node(s) didn't match the requested node name")
+    if spec.node_selector and any(
+        node.metadata.labels.get(k) != v for k, v in spec.node_selector.items()
+    ):
+        return NodeFit(node, "node(s) didn't match Pod's node affinity/selector")
+    affinity = spec.affinity.node_affinity if spec.affinity else None
+    required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
+    if required is not None and not node_selector_matches(
+        required, node.name, node.metadata.labels
+    ):
+        return NodeFit(node, "node(s) didn't match Pod's node affinity/selector")
+    reason = _taint_reason(node, spec.tolerations)
+    if reason:
+        return NodeFit(node, reason)
+    return NodeFit(node, _resource_reason(pod_requests(pod), node, used))
+
+
+def _taint_reason(node: Node, tolerations: Iterable[Toleration]) -> str:
+    taints = list(node.spec.taints if node.spec else ())
+    if node.spec and node.spec.unschedulable:
+        taints.append(_UNSCHEDULABLE)
+    taint = untolerated(taints, list(tolerations))
+    if taint is None:
+        return ""
+    value = f"={taint.value}" if taint.value else ""
+    return f"node(s) had untolerated taint {{{taint.key}{value}: {taint.effect}}}"
+
+
+def _resource_reason(
+    requests: Mapping[str, Quantity], node: Node, used: Mapping[str, Quantity]
+) -> str:
+    allocatable = node.status.allocatable if node.status else {}
+    for name in ACCOUNTED:
+        want = requests.get(name)
+        if want is None or want.is_zero() or name not in allocatable:
+            continue  # a node that does not declare a resource is not limited on it
+        have = allocatable[name]
+        taken = used.get(name)
+        if taken is not None:
+            have = have.sub(taken)
+        if want > have:
+            return f"Insufficient {name}"
+    return ""
+
+
+def add_requests(total: dict[str, Quantity], pod: Pod) -> None:
+    """Account a pod bound to a node (in place)."""
+    for name, q in pod_requests(pod).items():
+        if name in ACCOUNTED:
+            total[name] = total[name].add(q) if name in total else q
