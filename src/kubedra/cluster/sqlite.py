@@ -60,6 +60,7 @@ class SqliteStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.poll_interval = poll_interval
         self._lock = threading.RLock()
+        self._depth = 0
         self._db = sqlite3.connect(
             self.path, timeout=60, isolation_level=None, check_same_thread=False
         )
@@ -295,14 +296,32 @@ class SqliteStore:
             return self._db.execute(query, tuple(args)).fetchall()
 
     @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group several reads and writes into one atomic step: other processes' writes wait
+        until it ends, and if this process dies inside it, none of it happened. The scheduler
+        uses it so that two schedulers never allocate from the same stale view."""
+        with self._write():
+            yield
+
+    @contextmanager
     def _write(self) -> Iterator[None]:
         with self._lock:
+            if self._depth:  # nested in transaction(): the outer one commits
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
             self._db.execute("BEGIN IMMEDIATE")
+            self._depth = 1
             try:
                 yield
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            finally:
+                self._depth = 0
             self._db.execute("COMMIT")
 
 

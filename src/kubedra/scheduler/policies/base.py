@@ -1,0 +1,85 @@
+"""The one small interface every placement policy implements.
+
+The scheduler asks a policy three things: in which order to try the feasible nodes, in
+which order the allocator should prefer devices on a node (a hint: feasibility never
+depends on it), and how good a found placement is. A policy subclass registers itself by
+name, so adding a policy is adding one module to this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from kubedra.allocator import DeviceOrder, DeviceRef, RequestKey
+from kubedra.api.resource import AllocationResult
+from kubedra.scheduler.view import ClusterView
+
+POLICIES: dict[str, type[Policy]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A feasible placement of a pod: the node and the devices the allocator chose."""
+
+    node: str
+    results: Sequence[AllocationResult]
+    refs: tuple[DeviceRef, ...]
+
+
+class Policy:
+    """Base policy: upstream behaviour (nodes in name order, upstream device order, no score)."""
+
+    name: ClassVar[str] = ""
+    # How many feasible nodes are scored before choosing (like percentageOfNodesToScore).
+    candidates: ClassVar[int] = 1
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.name:
+            POLICIES[cls.name] = cls
+
+    def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
+        return nodes
+
+    def device_order(self, view: ClusterView, node: str) -> DeviceOrder | None:
+        return None
+
+    def device_orders(self, view: ClusterView, node: str) -> Sequence[DeviceOrder | None]:
+        """Alternative device orders to try on one node; each success is a candidate."""
+        return [self.device_order(view, node)]
+
+    def score(self, view: ClusterView, candidate: Candidate) -> float:
+        return 0.0
+
+    def observe(self, devices: int) -> None:
+        """Called with the device count of every pod that was placed (the workload mix)."""
+
+
+def refs_of(results: Sequence[AllocationResult]) -> tuple[DeviceRef, ...]:
+    return tuple(
+        DeviceRef(r.driver, r.pool, r.device) for res in results for r in res.devices.results
+    )
+
+
+def grouped_order(
+    view: ClusterView, node: str, fullest_first: bool, first_domain: object = None
+) -> DeviceOrder:
+    """Prefer devices whose NVLink domain (then PCIe root) is most (or least) used; with
+    `first_domain`, the devices of that NVLink domain before all others."""
+    usage = [view.group_usage(node, level) for level in (0, 1)]
+
+    def key(ref: DeviceRef) -> tuple[float, ...]:
+        groups = view.placement[ref].groups if ref in view.placement else (None, None, None)
+        out: list[float] = [0.0 if first_domain is None or groups[0] == first_domain else 1.0]
+        for level in (0, 1):
+            used, total = usage[level].get(groups[level], (0, 1))
+            ratio = used / total if total else 0.0
+            out.append(-ratio if fullest_first else ratio)
+        return tuple(out)
+
+    def order(request: RequestKey, refs: Sequence[DeviceRef]) -> Sequence[DeviceRef]:
+        return sorted(refs, key=key)  # stable: ties keep upstream order
+
+    return order

@@ -1,0 +1,526 @@
+"""The scheduling loop: pending pods in, claims allocated and pods bound out.
+
+One cycle per pod, as the kube-scheduler's DynamicResources plugin runs it: resolve the
+pod's claims (generating them from templates), filter nodes, run the allocator for all of
+the pod's claims on candidate nodes in the policy's order, score, reserve (the devices are
+taken in memory at once, so the next pod sees them), then write: each claim's finalizer,
+then `status.allocation` + `reservedFor` (upstream's PreBind), then `spec.nodeName` and the
+PodScheduled condition (Bind). Claim writes happen inside one store transaction together
+with the refresh that precedes allocation, so two schedulers on one store never allocate
+from the same stale view; a scheduler that dies after the claims are written and before the
+pod is bound leaves claims reserved for the pod, and the next cycle binds the pod to a node
+that their allocation admits, without allocating again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from kubedra.allocator import (
+    AllocatedState,
+    AllocationError,
+    DeviceRef,
+    Features,
+    Inventory,
+    NodeInfo,
+    allocate,
+)
+from kubedra.api.core import Namespace, Node, Pod, PodCondition, PodStatus
+from kubedra.api.meta import KubeObject
+from kubedra.api.quantity import Quantity
+from kubedra.api.resource import (
+    AllocationResult,
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceClaimConsumerReference,
+    ResourceClaimStatus,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from kubedra.cluster.sqlite import SqliteStore, now_rfc3339
+from kubedra.errors import Conflict, NotFound
+from kubedra.scheduler.claims import (
+    generated_claim,
+    is_owned_by,
+    recorded_claim_name,
+    with_claim_status,
+)
+from kubedra.scheduler.nodes import add_requests, filter_node
+from kubedra.scheduler.policies import Candidate, Policy, make_policy
+from kubedra.scheduler.policies.base import refs_of
+from kubedra.scheduler.queue import SchedulingQueue, pod_key
+from kubedra.scheduler.view import ClusterView
+
+SCHEDULER_NAMES = ("kubedra", "default-scheduler")
+FINALIZER = "resource.kubernetes.io/delete-protection"
+MAX_RESERVED_FOR = 256
+ENDED_PHASES = ("Succeeded", "Failed")
+# Kinds whose change can make an unschedulable pod fit (upstream's queueing hints).
+WAKING_KINDS = (ResourceSlice, ResourceClaim, DeviceClass, Node, DeviceTaintRule)
+
+
+class Unschedulable(Exception):
+    """The pod cannot be placed now; the message is what its PodScheduled condition says."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    pod: str  # namespace/name
+    node: str | None
+    message: str = ""
+    devices: tuple[str, ...] = ()
+
+
+@dataclass
+class _Cache:
+    """The scheduler's view of the store, refreshed from its change log."""
+
+    rv: int = 0
+    objects: dict[str, dict[tuple[str, str], KubeObject]] = field(default_factory=dict)
+
+    def of(self, cls: type[KubeObject]) -> dict[tuple[str, str], KubeObject]:
+        return self.objects.setdefault(cls.KIND, {})
+
+
+class Scheduler:
+    """Schedules the store's pending pods with one placement policy."""
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        policy: str | Policy = "first-fit",
+        *,
+        scheduler_names: Sequence[str] = SCHEDULER_NAMES,
+        features: Features | None = None,
+        strict_cel: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.policy = make_policy(policy) if isinstance(policy, str) else policy
+        self.names = tuple(scheduler_names)
+        self.features = features or Features()
+        self.strict_cel = strict_cel
+        self.queue = SchedulingQueue(clock=clock)
+        self._cache = _Cache()
+        self._inventory: Inventory | None = None
+        self._view: ClusterView | None = None
+        self._allocated: AllocatedState | None = None
+        self._loaded = False
+
+    # --- public -----------------------------------------------------------------------
+
+    def run_once(self) -> list[Outcome]:
+        """Try every pending pod that is due (not in backoff); returns what happened."""
+        self.refresh()
+        self.release_ended()
+        outcomes = []
+        while (pod := self.queue.pop()) is not None:
+            outcomes.append(self.schedule(pod))
+        return outcomes
+
+    def run(self, stop: Callable[[], bool], idle_sleep: float = 0.2) -> None:
+        """Schedule until `stop()` is true, waking on store changes and backoff expiry."""
+        while not stop():
+            if not self.run_once():
+                time.sleep(idle_sleep)
+
+    def schedule(self, pod: Pod) -> Outcome:
+        """One scheduling cycle for one pod."""
+        key = pod_key(pod)
+        try:
+            with self.store.transaction():
+                self.refresh()
+                pod = self._current_pod(pod)
+                claims = self._claims_of(pod)
+                candidate = self._place(pod, claims)
+                self._write_claims(pod, claims, candidate)
+            self._bind(pod, candidate.node)
+        except Unschedulable as why:
+            return self._unschedulable(pod, str(why))
+        except Conflict:
+            self._invalidate()
+            self.queue.unschedulable(pod)
+            return Outcome(f"{key[0]}/{key[1]}", None, "conflict: retried later")
+        self.queue.scheduled(key)
+        self.policy.observe(len(candidate.refs))
+        return Outcome(
+            f"{key[0]}/{key[1]}", candidate.node, devices=tuple(str(r) for r in candidate.refs)
+        )
+
+    # --- refresh ----------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Bring the cache up to date with the store (a full load the first time)."""
+        if not self._loaded:
+            self._load_all()
+            return
+        events = self.store.changes(self._cache.rv)
+        if not events:
+            return
+        woken = False
+        for event in events:
+            obj = event.obj
+            table = self._cache.of(type(obj))
+            k = (obj.namespace, obj.name)
+            if event.type == "DELETED":
+                table.pop(k, None)
+            else:
+                table[k] = obj
+            self._cache.rv = event.resource_version
+            woken |= self._note_change(obj, event.type == "DELETED")
+        if woken:
+            self.queue.wake_all()
+
+    def _load_all(self) -> None:
+        rv = self.store.resource_version()
+        for cls in (
+            Node,
+            Namespace,
+            ResourceSlice,
+            DeviceTaintRule,
+            DeviceClass,
+            ResourceClaim,
+            ResourceClaimTemplate,
+            Pod,
+        ):
+            table = self._cache.of(cls)
+            for obj in self.store.list(cls):
+                table[(obj.namespace, obj.name)] = obj
+        self._cache.rv = rv
+        self._loaded = True
+        self._invalidate()
+        for obj in self._cache.of(Pod).values():
+            assert isinstance(obj, Pod)
+            if self._is_pending(obj):
+                self.queue.add(obj)
+
+    def _note_change(self, obj: KubeObject, deleted: bool) -> bool:
+        """Update derived state for one changed object; True if pending pods may now fit."""
+        if isinstance(obj, (ResourceSlice, DeviceTaintRule, Node)):
+            self._inventory = self._view = None
+        if isinstance(obj, ResourceClaim):
+            self._allocated = None
+            self._view = None
+        if isinstance(obj, Pod):
+            if not deleted and self._is_pending(obj):
+                self.queue.add(obj)
+            else:
+                self.queue.remove(pod_key(obj))
+            return deleted or (obj.status is not None and obj.status.phase in ENDED_PHASES)
+        return isinstance(obj, WAKING_KINDS)
+
+    def _invalidate(self) -> None:
+        self._inventory = self._view = self._allocated = None
+
+    def _is_pending(self, pod: Pod) -> bool:
+        ended = pod.status is not None and pod.status.phase in ENDED_PHASES
+        return (
+            not pod.spec.node_name
+            and not ended
+            and not pod.metadata.deletion_timestamp
+            and (pod.spec.scheduler_name or "default-scheduler") in self.names
+        )
+
+    # --- derived state ----------------------------------------------------------------
+
+    def _nodes(self) -> list[Node]:
+        nodes = [n for n in self._cache.of(Node).values() if isinstance(n, Node)]
+        return sorted(nodes, key=lambda n: n.name)
+
+    def inventory(self) -> Inventory:
+        if self._inventory is None:
+            slices = [
+                s for s in self._cache.of(ResourceSlice).values() if isinstance(s, ResourceSlice)
+            ]
+            rules = [
+                r
+                for r in self._cache.of(DeviceTaintRule).values()
+                if isinstance(r, DeviceTaintRule)
+            ]
+            slices.sort(key=lambda s: s.name)
+            self._inventory = Inventory.build(slices, rules, features=self.features)
+        return self._inventory
+
+    def allocated(self) -> AllocatedState:
+        if self._allocated is None:
+            self._allocated = AllocatedState.from_claims(self._claims())
+        return self._allocated
+
+    def view(self) -> ClusterView:
+        if self._view is None:
+            infos = [NodeInfo(n.name, n.metadata.labels) for n in self._nodes()]
+            used = [r for c in self._claims() for r in _claim_refs(c)]
+            self._view = ClusterView(self.inventory(), infos, used)
+        return self._view
+
+    def _claims(self) -> list[ResourceClaim]:
+        return [c for c in self._cache.of(ResourceClaim).values() if isinstance(c, ResourceClaim)]
+
+    def classes(self) -> dict[str, DeviceClass]:
+        return {
+            c.name: c for c in self._cache.of(DeviceClass).values() if isinstance(c, DeviceClass)
+        }
+
+    def _namespace_labels(self, namespace: str) -> dict[str, str]:
+        ns = self._cache.of(Namespace).get(("", namespace))
+        return dict(ns.metadata.labels) if ns is not None else {}
+
+    def _node_usage(self) -> dict[str, dict[str, Quantity]]:
+        usage: dict[str, dict[str, Quantity]] = {}
+        for pod in self._cache.of(Pod).values():
+            assert isinstance(pod, Pod)
+            ended = pod.status is not None and pod.status.phase in ENDED_PHASES
+            if pod.spec.node_name and not ended:
+                add_requests(usage.setdefault(pod.spec.node_name, {}), pod)
+        return usage
+
+    # --- one cycle --------------------------------------------------------------------
+
+    def _current_pod(self, pod: Pod) -> Pod:
+        current = self._cache.of(Pod).get(pod_key(pod))
+        if not isinstance(current, Pod) or not self._is_pending(current):
+            raise Unschedulable("pod is no longer pending")
+        return current
+
+    def _claims_of(self, pod: Pod) -> list[ResourceClaim]:
+        """The pod's claims in `spec.resourceClaims` order, generating template claims."""
+        claims = []
+        for entry in pod.spec.resource_claims:
+            name = recorded_claim_name(pod, entry)
+            if name is None and entry.resource_claim_template_name:
+                claim, pod = self._generate(pod, entry.name, entry.resource_claim_template_name)
+                claims.append(claim)
+                continue
+            found = self._cache.of(ResourceClaim).get((pod.namespace, name or ""))
+            if not isinstance(found, ResourceClaim):
+                raise Unschedulable(f'waiting for resource claim "{name}" to be created')
+            if found.metadata.deletion_timestamp:
+                raise Unschedulable(f'resource claim "{name}" is being deleted')
+            if entry.resource_claim_template_name and not is_owned_by(found, pod):
+                raise Unschedulable(f'resource claim "{name}" was not created for this pod')
+            claims.append(found)
+        return claims
+
+    def _generate(self, pod: Pod, entry: str, template_name: str) -> tuple[ResourceClaim, Pod]:
+        template = self._cache.of(ResourceClaimTemplate).get((pod.namespace, template_name))
+        if not isinstance(template, ResourceClaimTemplate):
+            raise Unschedulable(f'resource claim template "{template_name}" not found')
+        pod_entry = next(e for e in pod.spec.resource_claims if e.name == entry)
+        claim = self.store.create(generated_claim(pod, pod_entry, template))
+        pod = self.store.update_status(with_claim_status(pod, entry, claim.name))
+        self._cache.of(ResourceClaim)[(claim.namespace, claim.name)] = claim
+        self._cache.of(Pod)[pod_key(pod)] = pod
+        return claim, pod
+
+    def _place(self, pod: Pod, claims: list[ResourceClaim]) -> Candidate:
+        reasons: dict[str, int] = {}
+        usage = self._node_usage()
+        nodes = {n.name: n for n in self._nodes()}
+        fitting = []
+        for node in nodes.values():
+            fit = filter_node(pod, node, usage.get(node.name, {}))
+            if fit.fits:
+                fitting.append(node.name)
+            else:
+                reasons[fit.reason] = reasons.get(fit.reason, 0) + 1
+        for claim in claims:
+            reserved = claim.status.reserved_for if claim.status else ()
+            if len(reserved) >= MAX_RESERVED_FOR and all(
+                r.uid != pod.metadata.uid for r in reserved
+            ):
+                raise Unschedulable(
+                    f'resource claim "{claim.name}" is in use by {MAX_RESERVED_FOR} pods'
+                )
+        view = self.view()
+        found: list[Candidate] = []
+        for name in self.policy.rank_nodes(view, fitting):
+            found += self._candidates_on(pod, claims, nodes[name], reasons)
+            if len(found) >= self.policy.candidates:
+                break
+        if not found:
+            detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
+            raise Unschedulable(
+                f"0/{len(nodes)} nodes are available: {detail}."
+                if detail
+                else f"0/{len(nodes)} nodes are available."
+            )
+        return max(found, key=lambda c: self.policy.score(view, c))  # first best wins ties
+
+    def _candidates_on(
+        self, pod: Pod, claims: list[ResourceClaim], node: Node, reasons: dict[str, int]
+    ) -> list[Candidate]:
+        """Allocate on one node once per device order the policy proposes."""
+        view, out = self.view(), list[Candidate]()
+        for order in self.policy.device_orders(view, node.name):
+            try:
+                allocation = allocate(
+                    claims,
+                    NodeInfo(node.name, node.metadata.labels),
+                    self.inventory(),
+                    self.classes(),
+                    self.allocated(),
+                    namespace_labels=self._namespace_labels(pod.namespace),
+                    features=self.features,
+                    order=order,
+                    strict_cel=self.strict_cel,
+                )
+            except AllocationError as err:
+                raise Unschedulable(str(err)) from None
+            if allocation.results is None:
+                reason = allocation.unsatisfiable.summary if allocation.unsatisfiable else "no fit"
+                reasons[reason] = reasons.get(reason, 0) + 1
+                return out  # feasibility does not depend on the order: no other order fits
+            new = [
+                r for r, c in zip(allocation.results, claims, strict=True) if not _is_allocated(c)
+            ]
+            out.append(Candidate(node.name, allocation.results, refs_of(new)))
+        return out
+
+    def _write_claims(self, pod: Pod, claims: list[ResourceClaim], chosen: Candidate) -> None:
+        """Reserve in memory, then write finalizer and allocation + reservedFor per claim."""
+        consumer = ResourceClaimConsumerReference(
+            resource="pods", name=pod.name, uid=pod.metadata.uid or ""
+        )
+        for claim, result in zip(claims, chosen.results, strict=True):
+            status = claim.status or ResourceClaimStatus()
+            if any(r.uid == consumer.uid for r in status.reserved_for) and status.allocation:
+                continue  # written by an earlier cycle that died before binding
+            if FINALIZER not in claim.metadata.finalizers:
+                meta = msgspec.structs.replace(
+                    claim.metadata, finalizers=(*claim.metadata.finalizers, FINALIZER)
+                )
+                claim = self.store.update(msgspec.structs.replace(claim, metadata=meta))
+            new_allocation = status.allocation is None
+            status = msgspec.structs.replace(
+                status,
+                allocation=status.allocation or result,
+                reserved_for=(*status.reserved_for, consumer),
+            )
+            claim = self.store.update_status(msgspec.structs.replace(claim, status=status))
+            self._cache.of(ResourceClaim)[(claim.namespace, claim.name)] = claim
+            if new_allocation:
+                self._reserve(result)
+
+    def _reserve(self, result: AllocationResult) -> None:
+        if self._allocated is not None:
+            self._allocated = self._allocated.with_allocation(result)
+        if self._view is not None:
+            self._view.reserve(refs_of([result]))
+
+    def _bind(self, pod: Pod, node: str) -> None:
+        current = self.store.get(Pod, pod.name, pod.namespace)
+        bound = self.store.update(
+            msgspec.structs.replace(
+                current, spec=msgspec.structs.replace(current.spec, node_name=node)
+            )
+        )
+        self.store.update_status(_with_condition(bound, "True", "", ""))
+
+    def _unschedulable(self, pod: Pod, message: str) -> Outcome:
+        self.queue.unschedulable(pod)
+        try:
+            current = self.store.get(Pod, pod.name, pod.namespace)
+            if not _has_condition(current, message):
+                self.store.update_status(
+                    _with_condition(current, "False", "Unschedulable", message)
+                )
+        except (NotFound, Conflict):
+            pass
+        return Outcome(f"{pod.namespace}/{pod.name}", None, message)
+
+    # --- deallocation -----------------------------------------------------------------
+
+    def release_ended(self) -> int:
+        """Drop ended or deleted pods from reservedFor; free claims nobody uses any more
+        (generated claims of an ended pod are deleted, as upstream's claim controller does)."""
+        pods = {p.metadata.uid: p for p in self._cache.of(Pod).values() if isinstance(p, Pod)}
+        released = 0
+        for claim in self._claims():
+            if claim.status is None or not claim.status.reserved_for:
+                continue
+            live = tuple(r for r in claim.status.reserved_for if _runs(pods.get(r.uid)))
+            if len(live) == len(claim.status.reserved_for):
+                continue
+            released += 1
+            self._release(claim, live, pods)
+        if released:
+            self.refresh()
+            self._invalidate()
+            self.queue.wake_all()
+        return released
+
+    def _release(
+        self,
+        claim: ResourceClaim,
+        live: tuple[ResourceClaimConsumerReference, ...],
+        pods: dict[str | None, Pod],
+    ) -> None:
+        assert claim.status is not None
+        try:
+            if live:
+                self.store.update_status(
+                    msgspec.structs.replace(
+                        claim, status=msgspec.structs.replace(claim.status, reserved_for=live)
+                    )
+                )
+                return
+            cleared = self.store.update_status(msgspec.structs.replace(claim, status=None))
+            meta = msgspec.structs.replace(
+                cleared.metadata,
+                finalizers=tuple(f for f in cleared.metadata.finalizers if f != FINALIZER),
+            )
+            cleared = self.store.update(msgspec.structs.replace(cleared, metadata=meta))
+            owners = [pods.get(o.uid) for o in cleared.metadata.owner_references if o.controller]
+            if owners and all(not _runs(p) for p in owners):
+                self.store.delete(ResourceClaim, cleared.name, cleared.namespace)
+        except (Conflict, NotFound):
+            pass  # someone else changed it: the next cycle sees the new state
+
+
+def _is_allocated(claim: ResourceClaim) -> bool:
+    return claim.status is not None and claim.status.allocation is not None
+
+
+def _claim_refs(claim: ResourceClaim) -> Iterable[DeviceRef]:
+    if claim.status is None or claim.status.allocation is None:
+        return ()
+    return [
+        DeviceRef(r.driver, r.pool, r.device)
+        for r in claim.status.allocation.devices.results
+        if not r.admin_access
+    ]
+
+
+def _runs(pod: Pod | None) -> bool:
+    if pod is None or pod.metadata.deletion_timestamp:
+        return False
+    return pod.status is None or pod.status.phase not in ENDED_PHASES
+
+
+def _with_condition(pod: Pod, status: str, reason: str, message: str) -> Pod:
+    st = pod.status or PodStatus()
+    condition = PodCondition(
+        type="PodScheduled",
+        status=status,
+        reason=reason or None,
+        message=message or None,
+        last_transition_time=now_rfc3339(),
+    )
+    others = tuple(c for c in st.conditions if c.type != "PodScheduled")
+    phase = st.phase or "Pending"
+    return msgspec.structs.replace(
+        pod, status=msgspec.structs.replace(st, phase=phase, conditions=(*others, condition))
+    )
+
+
+def _has_condition(pod: Pod, message: str) -> bool:
+    conditions = pod.status.conditions if pod.status else ()
+    return any(
+        c.type == "PodScheduled" and c.status == "False" and c.message == message
+        for c in conditions
+    )

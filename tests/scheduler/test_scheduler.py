@@ -1,0 +1,203 @@
+"""The scheduling loop on a real SqliteStore: templates, sharing, deallocation, order, policies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from kubedra.api.codec import decode_object
+from kubedra.api.core import Pod, PodStatus
+from kubedra.api.resource import ResourceClaim
+from kubedra.cluster import SqliteStore
+from kubedra.errors import NotFound
+from kubedra.scheduler.claims import POD_CLAIM_NAME_ANNOTATION
+from kubedra.scheduler.scheduler import Scheduler
+from tests.scheduler.cluster import gpu_node, gpu_pod, gpu_template, new_store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteStore:
+    return new_store(tmp_path)
+
+
+def node_of(store: SqliteStore, pod: str) -> str | None:
+    return store.get(Pod, pod).spec.node_name
+
+
+def devices_of(store: SqliteStore, claim: str) -> list[str]:
+    status = store.get(ResourceClaim, claim).status
+    assert status is not None and status.allocation is not None
+    return [f"{r.pool}/{r.device}" for r in status.allocation.devices.results]
+
+
+def end(store: SqliteStore, pod: str) -> None:
+    current = store.get(Pod, pod)
+    store.update_status(msgspec.structs.replace(
+        current, status=msgspec.structs.replace(current.status or PodStatus(), phase="Succeeded")))
+
+
+def test_template_generates_an_owned_claim_and_binds(store: SqliteStore) -> None:
+    gpu_node(store, "n1")
+    gpu_template(store, "two-gpus", 2)
+    gpu_pod(store, "train", template="two-gpus")
+    (outcome,) = Scheduler(store).run_once()
+    assert outcome.node == "n1" and outcome.devices == ("gpu.nvidia.com/n1/gpu-0", "gpu.nvidia.com/n1/gpu-1")
+    pod = store.get(Pod, "train")
+    assert pod.status is not None
+    (recorded,) = pod.status.resource_claim_statuses
+    claim = store.get(ResourceClaim, recorded.resource_claim_name or "")
+    assert claim.name.startswith("train-gpus-")
+    assert claim.metadata.annotations[POD_CLAIM_NAME_ANNOTATION] == "gpus"
+    assert claim.metadata.owner_references[0].uid == pod.metadata.uid
+    assert claim.status is not None and [r.name for r in claim.status.reserved_for] == ["train"]
+    assert [c.type for c in pod.status.conditions] == ["PodScheduled"]
+
+
+def test_first_fit_takes_devices_in_upstream_order_on_the_first_node(store: SqliteStore) -> None:
+    for name in ("n2", "n1"):
+        gpu_node(store, name, gpus=4)
+    gpu_template(store, "one", 1)
+    for i in range(5):
+        gpu_pod(store, f"p{i}", template="one")
+    outcomes = Scheduler(store).run_once()
+    assert [o.devices[0] for o in outcomes] == [
+        "gpu.nvidia.com/n1/gpu-0", "gpu.nvidia.com/n1/gpu-1", "gpu.nvidia.com/n1/gpu-2",
+        "gpu.nvidia.com/n1/gpu-3", "gpu.nvidia.com/n2/gpu-0"]
+
+
+def test_shared_claim_is_reserved_for_both_pods_on_one_node(store: SqliteStore) -> None:
+    gpu_node(store, "n1")
+    gpu_node(store, "n2")
+    store.create(decode_object({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "shared", "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu"}}]}}}).obj)
+    gpu_pod(store, "a", claim="shared")
+    gpu_pod(store, "b", claim="shared")
+    outcomes = Scheduler(store, "spread").run_once()
+    assert {o.node for o in outcomes} == {"n1"} or {o.node for o in outcomes} == {"n2"}
+    claim = store.get(ResourceClaim, "shared")
+    assert claim.status is not None
+    assert sorted(r.name for r in claim.status.reserved_for) == ["a", "b"]
+    assert len(devices_of(store, "shared")) == 1
+
+
+def test_missing_claim_is_unschedulable_with_condition(store: SqliteStore) -> None:
+    gpu_node(store, "n1")
+    gpu_pod(store, "lonely", claim="nope")
+    (outcome,) = Scheduler(store).run_once()
+    assert outcome.node is None
+    status = store.get(Pod, "lonely").status
+    assert status is not None
+    (cond,) = status.conditions
+    assert (cond.type, cond.status, cond.reason) == ("PodScheduled", "False", "Unschedulable")
+    assert cond.message == 'waiting for resource claim "nope" to be created'
+
+
+def test_deallocation_frees_devices_and_wakes_waiting_pods(store: SqliteStore) -> None:
+    gpu_node(store, "n1", gpus=2)
+    gpu_template(store, "two", 2)
+    gpu_pod(store, "first", template="two")
+    scheduler = Scheduler(store)
+    scheduler.run_once()
+    gpu_pod(store, "second", template="two")
+    (waiting,) = scheduler.run_once()
+    assert waiting.node is None and "cannot allocate all claims" in waiting.message
+    first_claim = store.get(Pod, "first").status.resource_claim_statuses[0].resource_claim_name  # type: ignore[union-attr]
+    end(store, "first")
+    (placed,) = scheduler.run_once()  # the ended pod wakes the backed-off one at once
+    assert placed.pod == "default/second" and placed.node == "n1"
+    with pytest.raises(NotFound):  # a generated claim goes with its ended pod
+        store.get(ResourceClaim, first_claim or "")
+
+
+def test_user_claim_is_deallocated_when_its_last_pod_ends(store: SqliteStore) -> None:
+    gpu_node(store, "n1")
+    store.create(decode_object({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "mine", "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu"}}]}}}).obj)
+    gpu_pod(store, "user", claim="mine")
+    scheduler = Scheduler(store)
+    scheduler.run_once()
+    end(store, "user")
+    scheduler.run_once()
+    claim = store.get(ResourceClaim, "mine")
+    assert claim.status is None and claim.metadata.finalizers == ()
+
+
+def test_priority_then_age(store: SqliteStore) -> None:
+    gpu_node(store, "n1", gpus=1)
+    gpu_template(store, "one", 1)
+    gpu_pod(store, "low", template="one", priority=0)
+    gpu_pod(store, "high", template="one", priority=1000)
+    outcomes = Scheduler(store).run_once()
+    assert [(o.pod, o.node) for o in outcomes] == [("default/high", "n1"), ("default/low", None)]
+
+
+def test_restart_rebuilds_allocations_from_claim_statuses(store: SqliteStore) -> None:
+    gpu_node(store, "n1", gpus=2)
+    gpu_template(store, "one", 1)
+    gpu_pod(store, "a", template="one")
+    Scheduler(store).run_once()
+    gpu_pod(store, "b", template="one")
+    (outcome,) = Scheduler(store).run_once()  # a new scheduler: knows only the store
+    assert outcome.devices == ("gpu.nvidia.com/n1/gpu-1",)
+
+
+def test_node_selector_limits_nodes(store: SqliteStore) -> None:
+    gpu_node(store, "n1")
+    gpu_node(store, "n2", labels={"pool": "inference"})
+    gpu_template(store, "one", 1)
+    gpu_pod(store, "p", template="one", nodeSelector={"pool": "inference"})
+    (outcome,) = Scheduler(store).run_once()
+    assert outcome.node == "n2"
+
+
+@pytest.mark.parametrize(("policy", "expected"), [
+    ("first-fit", "n1"),   # name order
+    ("binpack", "n2"),     # the partially used node
+    ("spread", "n3"),      # the emptiest node
+])
+def test_policies_choose_their_characteristic_node(tmp_path: Path, policy: str, expected: str) -> None:
+    store = new_store(tmp_path)
+    for name in ("n1", "n2", "n3"):
+        gpu_node(store, name, gpus=8 if name != "n3" else 16)
+    gpu_template(store, "one", 1)
+    gpu_template(store, "four", 4)
+    # n2 is half full, n1 empty (8 free), n3 empty (16 free)
+    gpu_pod(store, "filler", template="four", nodeSelector={"kubernetes.io/hostname": "n2"})
+    Scheduler(store).run_once()
+    gpu_pod(store, "probe", template="one")
+    (outcome,) = Scheduler(store, policy).run_once()
+    assert outcome.node == expected
+
+
+def test_topology_keeps_a_pod_in_one_nvlink_domain(store: SqliteStore) -> None:
+    gpu_node(store, "n1", gpus=8, domains=2)
+    gpu_template(store, "two", 2)
+    gpu_template(store, "four", 4)
+    gpu_pod(store, "a", template="two")      # domain 0: 2 used
+    gpu_pod(store, "b", template="four")     # upstream order would span domains 0 and 1
+    outcomes = Scheduler(store, "topology").run_once()
+    b = outcomes[1].devices
+    assert b == tuple(f"gpu.nvidia.com/n1/gpu-{i}" for i in range(4, 8))
+
+
+def test_fragmentation_avoids_breaking_a_whole_node(store: SqliteStore) -> None:
+    gpu_node(store, "n1", gpus=8)
+    gpu_node(store, "n2", gpus=8)
+    gpu_template(store, "eight", 8)
+    gpu_template(store, "one", 1)
+    scheduler = Scheduler(store, "fragmentation")
+    for _ in range(3):
+        scheduler.policy.observe(8)  # the workload mix: mostly 8-GPU training jobs
+    gpu_pod(store, "small-1", template="one")
+    gpu_pod(store, "small-2", template="one")
+    outcomes = scheduler.run_once()
+    assert {o.node for o in outcomes} == {"n1"}  # both on one node: n2 stays whole
+    gpu_pod(store, "big", template="eight")
+    (big,) = scheduler.run_once()
+    assert big.node == "n2"
