@@ -18,6 +18,14 @@ from kubedra.api.core import (
 )
 
 
+class NodeSelectorError(ValueError):
+    """A requirement that cannot be evaluated (unknown operator, bad value count or integer).
+
+    Validation rejects these when objects are written; the allocator still meets them in
+    per-device selectors (not validated upstream) and reports them as upstream does.
+    """
+
+
 def node_selector_matches(
     selector: NodeSelector, node_name: str, labels: Mapping[str, str]
 ) -> bool:
@@ -29,6 +37,9 @@ def term_matches(term: NodeSelectorTerm, node_name: str, labels: Mapping[str, st
     """All requirements of a term hold; an empty term matches nothing (upstream rule)."""
     if not term.match_expressions and not term.match_fields:
         return False
+    for req in term.match_fields:
+        if req.key != "metadata.name":
+            raise NodeSelectorError(f"not a valid field selector key: {req.key}")
     fields = {"metadata.name": node_name}
     return all(requirement_matches(r, labels) for r in term.match_expressions) and all(
         requirement_matches(r, fields) for r in term.match_fields
@@ -36,24 +47,29 @@ def term_matches(term: NodeSelectorTerm, node_name: str, labels: Mapping[str, st
 
 
 def requirement_matches(req: NodeSelectorRequirement, values: Mapping[str, str]) -> bool:
-    present = req.key in values
-    value = values.get(req.key, "")
-    op = req.operator
+    """One requirement against labels (or fields); raises NodeSelectorError when malformed."""
+    op, value = req.operator, values.get(req.key)
     if op == "In":
-        return present and value in req.values
+        return value is not None and value in req.values
     if op == "NotIn":
-        return not present or value not in req.values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if op in ("Gt", "Lt") and present and len(req.values) == 1:
+        return value is None or value not in req.values
+    if op in ("Exists", "DoesNotExist"):
+        if req.values:
+            raise NodeSelectorError(f"values must be empty for operator {op}")
+        return (value is not None) == (op == "Exists")
+    if op in ("Gt", "Lt"):
+        if len(req.values) != 1:
+            raise NodeSelectorError(f"for '{op}' operator, exactly one value is required")
         try:
-            have, limit = int(value), int(req.values[0])
+            bound = int(req.values[0])
+        except ValueError:
+            raise NodeSelectorError(f"for '{op}' operator, the value must be an integer") from None
+        try:
+            have = int(value) if value is not None else None
         except ValueError:
             return False
-        return have > limit if op == "Gt" else have < limit
-    return False
+        return have is not None and (have > bound if op == "Gt" else have < bound)
+    raise NodeSelectorError(f'"{op}" is not a valid label selector operator')
 
 
 def tolerates(toleration: Toleration, taint: Taint) -> bool:

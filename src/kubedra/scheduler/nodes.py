@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kubedra.api.core import Node, Pod, Taint, Toleration
+from kubedra.api.core import Node, NodeSelector, Pod, Taint, Toleration
 from kubedra.api.quantity import Quantity
-from kubedra.api.selection import node_selector_matches, untolerated
+from kubedra.api.selection import NodeSelectorError, node_selector_matches, untolerated
 
 # Resources the scheduler accounts for; DRA devices are accounted by the allocator.
 ACCOUNTED = ("cpu", "memory")
@@ -55,14 +55,19 @@ def filter_node(pod: Pod, node: Node, used: Mapping[str, Quantity]) -> NodeFit:
         return NodeFit(node, "node(s) didn't match Pod's node affinity/selector")
     affinity = spec.affinity.node_affinity if spec.affinity else None
     required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
-    if required is not None and not node_selector_matches(
-        required, node.name, node.metadata.labels
-    ):
+    if required is not None and not _affinity_matches(required, node):
         return NodeFit(node, "node(s) didn't match Pod's node affinity/selector")
     reason = _taint_reason(node, spec.tolerations)
     if reason:
         return NodeFit(node, reason)
     return NodeFit(node, _resource_reason(pod_requests(pod), node, used))
+
+
+def _affinity_matches(required: NodeSelector, node: Node) -> bool:
+    try:
+        return node_selector_matches(required, node.name, node.metadata.labels)
+    except NodeSelectorError:
+        return False  # a malformed requirement (validation rejects these) matches no node
 
 
 def _taint_reason(node: Node, tolerations: Iterable[Toleration]) -> str:

@@ -1,0 +1,126 @@
+"""Explanations: why a claim does (not) fit a node, as per-request device funnels.
+
+A funnel counts devices stage by stage for one request or subrequest, each stage judged
+against the already allocated state (not against the search's tentative picks):
+in the node's pools -> pass class selectors -> pass request selectors -> untainted or
+tolerated -> free -> fit counters and capacity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubedra.allocator.search import ConstraintFailure, ReqData, Search, claim_name, taint_blocks
+
+STAGES = ("in pools", "class selectors", "request selectors", "untainted", "free", "fit")
+
+
+@dataclass(frozen=True)
+class RequestFunnel:
+    """Device counts per stage for one request (`req`) or subrequest (`req/sub`)."""
+
+    claim: str
+    request: str
+    wanted: int  # devices needed (ExactCount), or the "All" set size
+    mode: str  # ExactCount | All
+    in_pools: int
+    class_selectors: int
+    request_selectors: int
+    untainted: int
+    free: int
+    fit: int
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        return (
+            self.in_pools,
+            self.class_selectors,
+            self.request_selectors,
+            self.untainted,
+            self.free,
+            self.fit,
+        )
+
+    def rows(self) -> list[tuple[str, int]]:
+        """(stage, count) pairs, for printing as a table."""
+        return list(zip(STAGES, self.counts, strict=True))
+
+    @property
+    def bottleneck(self) -> str | None:
+        """The first stage whose count is below what the request needs, if any."""
+        need = max(self.wanted, 1)
+        for stage, count in self.rows():
+            if count < need:
+                return stage
+        return None
+
+
+@dataclass(frozen=True)
+class Unsatisfiable:
+    """Why allocation failed on a node: one-line summary plus the details behind it."""
+
+    summary: str
+    node: str
+    funnels: tuple[RequestFunnel, ...] = ()
+    constraint: ConstraintFailure | None = None
+    invalid_pools: tuple[str, ...] = ()
+    incomplete_pools: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return self.summary
+
+
+def funnel(search: Search, rd: ReqData) -> RequestFunnel:
+    f = search.features
+    counts = [0] * 6
+    for entry, on_node in search.devices:
+        if not on_node:
+            continue
+        counts[0] += 1
+        if not (f.binding_conditions or not entry.binding) or not search.class_match(rd, entry):
+            continue
+        counts[1] += 1
+        if not search.request_match(rd, entry):
+            continue
+        counts[2] += 1
+        if f.device_taints and taint_blocks(entry, rd.tolerations):
+            continue
+        counts[3] += 1
+        multi = f.consumable_capacity and entry.multi
+        if not rd.admin and search.in_use(entry, multi):
+            continue
+        counts[4] += 1
+        if entry.consumes:
+            if not f.partitionable_devices:
+                continue
+            pool = search.pool_by_key[(entry.ref.driver, entry.ref.pool)]
+            avail = search.available_counters(pool)
+            if not (multi and search._has_shares(entry)) and any(
+                avail.get(s, {}).get(c, 0) < amount for s, cs in entry.consumes for c, amount in cs
+            ):
+                continue
+        if f.consumable_capacity and search._capacity_fits(rd, entry) is None:
+            continue
+        counts[5] += 1
+    return RequestFunnel(
+        claim_name(search.claims[rd.claim_index]),
+        rd.full,
+        rd.count,
+        "All" if rd.all_mode else "ExactCount",
+        *counts,
+    )
+
+
+def funnels(search: Search) -> tuple[RequestFunnel, ...]:
+    return tuple(funnel(search, rd) for claim in search.reqs for subs in claim for rd in subs)
+
+
+def unsatisfiable(search: Search, summary: str) -> Unsatisfiable:
+    return Unsatisfiable(
+        summary=summary,
+        node=search.node.name,
+        funnels=funnels(search),
+        constraint=search.first_constraint_failure,
+        invalid_pools=tuple(f"{p.id}: {p.invalid}" for p in search.pools if p.invalid),
+        incomplete_pools=tuple(p.id for p in search.pools if p.incomplete),
+    )

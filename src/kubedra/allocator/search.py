@@ -1,0 +1,803 @@
+"""The depth-first search with backtracking (upstream's allocateOne / allocateDevice).
+
+Order and effort follow upstream's incubating allocator: requests in spec order, subrequests
+in list order, candidate devices pool by pool (driver, name; binding-condition pools last),
+slice by name, device by index. Within one request only combinations are explored (the next
+device starts after the previous pick); across requests and claims everything backtracks.
+The first complete solution wins; nothing is scored.
+
+Deliberate deviations from upstream quirks (dra-spec §7), each marked `DECISION` below:
+counters are released when a later check rejects a device (§7 item 25); counter
+bookkeeping is keyed by (driver, pool) (item 26); distinctAttribute compares against every
+device already in the set (item 27); the policy default compares by value (item 28).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kubedra.allocator.inventory import DeviceEntry, Inventory, Pool, PoolKey, Tagged
+from kubedra.allocator.state import AllocatedState
+from kubedra.allocator.types import (
+    MAX_RESULTS_PER_CLAIM,
+    AllocationError,
+    AllocationTimeout,
+    DeviceRef,
+    Features,
+    NodeInfo,
+    RequestKey,
+)
+from kubedra.api.quantity import Quantity
+from kubedra.api.resource import (
+    DeviceCapacity,
+    DeviceClass,
+    DeviceConstraint,
+    DeviceSubRequest,
+    DeviceToleration,
+    ExactDeviceRequest,
+    ResourceClaim,
+)
+from kubedra.cel import CelCompileError, CelEvalError
+
+DeviceOrder = Callable[[RequestKey, Sequence[DeviceRef]], Sequence[DeviceRef]]
+SHARE_NAMESPACE = uuid.UUID("6f1c9a52-3d0e-4f7b-9a51-2c8e0d4b7a10")
+_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+class CelSelectorError(AllocationError):
+    """A selector failed to compile or evaluate: fatal, like upstream."""
+
+    def __init__(self, message: str, expression: str, device: DeviceRef | None) -> None:
+        super().__init__(message)
+        self.expression = expression
+        self.device = device
+
+
+class _MaxSize(Exception):
+    """Allocating this request would push the claim past 32 results."""
+
+
+def claim_name(claim: ResourceClaim) -> str:
+    """`namespace/name` like klog.KObj."""
+    return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
+
+
+@dataclass(eq=False, slots=True)
+class ReqData:
+    """One request without subrequests, or one subrequest (upstream requestData)."""
+
+    claim_index: int
+    request_index: int
+    sub_index: int  # -1 for a plain request
+    name: str  # the request's or subrequest's own name
+    parent: str | None
+    klass: DeviceClass
+    selectors: tuple[str, ...]
+    all_mode: bool
+    count: int
+    admin: bool
+    tolerations: tuple[DeviceToleration, ...]
+    capacity: Mapping[str, Quantity] | None
+    all_devices: list[DeviceEntry] = field(default_factory=list)
+    candidates: list[tuple[DeviceEntry, bool]] | None = None
+
+    @property
+    def full(self) -> str:
+        return f"{self.parent}/{self.name}" if self.parent else self.name
+
+
+@dataclass(eq=False, slots=True)
+class Pick:
+    """One device picked for one request (upstream internalDeviceResult)."""
+
+    req: ReqData
+    entry: DeviceEntry
+    share_id: str | None = None
+    consumed: dict[str, Quantity] | None = None
+
+
+@dataclass(frozen=True)
+class ConstraintFailure:
+    """The first constraint that rejected a device during the search."""
+
+    claim: str
+    index: int
+    kind: str  # matchAttribute | distinctAttribute
+    attribute: str
+    device: str
+    reason: str  # "attribute not set" | "value differs" | "value not distinct"
+
+
+class _Constraint:
+    kind = ""
+
+    def __init__(self, index: int, attribute: str, requests: tuple[str, ...], lists: bool):
+        self.index = index
+        self.attribute = attribute
+        self.requests = frozenset(requests)
+        self.lists = lists
+        self.last_reason = ""
+
+    def applies(self, req: ReqData) -> bool:
+        if not self.requests:
+            return True
+        if req.parent is None:
+            return req.name in self.requests
+        return req.parent in self.requests or req.full in self.requests
+
+    def add(self, req: ReqData, entry: DeviceEntry) -> bool:
+        raise NotImplementedError
+
+    def remove(self, req: ReqData, entry: DeviceEntry) -> None:
+        raise NotImplementedError
+
+
+def _as_set(value: Tagged) -> frozenset[tuple[str, object]]:
+    kind, values, _ = value
+    return frozenset((kind, v) for v in values)
+
+
+class _Match(_Constraint):
+    """matchAttribute: all devices share the value (list attributes: a common element)."""
+
+    kind = "matchAttribute"
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)  # type: ignore[arg-type]
+        self.stack: list[Tagged | frozenset[tuple[str, object]] | None] = []
+
+    def add(self, req: ReqData, entry: DeviceEntry) -> bool:
+        if not self.applies(req):
+            return True
+        value = entry.attribute(self.attribute)
+        if value is False:
+            self.last_reason = "attribute not set"
+            return False
+        assert value is not True
+        if self.lists and value is not None:
+            new = _as_set(value)
+            if self.stack:
+                top = self.stack[-1]
+                assert isinstance(top, frozenset)
+                new = top & new
+                if not new:
+                    self.last_reason = "no common value"
+                    return False
+            self.stack.append(new)
+            return True
+        if self.stack:
+            first = self.stack[0]
+            # A value of unknown type never matches (it may only be the first one).
+            if value is None or first is None or first != value:
+                self.last_reason = "value differs"
+                return False
+        self.stack.append(value)
+        return True
+
+    def remove(self, req: ReqData, entry: DeviceEntry) -> None:
+        if self.applies(req):
+            self.stack.pop()
+
+
+class _Distinct(_Constraint):
+    """distinctAttribute: every device has a different value (lists: pairwise disjoint)."""
+
+    kind = "distinctAttribute"
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)  # type: ignore[arg-type]
+        self.seen: list[frozenset[tuple[str, object]]] = []
+
+    def add(self, req: ReqData, entry: DeviceEntry) -> bool:
+        if not self.applies(req):
+            return True
+        value = entry.attribute(self.attribute)
+        if value is False or value is None:
+            self.last_reason = "attribute not set"
+            return False
+        assert value is not True
+        new = _as_set(value) if self.lists else frozenset([(value[0], (value[1], value[2]))])
+        # DECISION (§7 item 27): compare with every device in the set, not only the one
+        # last added for the same request name as upstream does.
+        if any(new & old for old in self.seen):
+            self.last_reason = "value not distinct"
+            return False
+        self.seen.append(new)
+        return True
+
+    def remove(self, req: ReqData, entry: DeviceEntry) -> None:
+        if self.applies(req):
+            self.seen.pop()
+
+
+def tolerates(tol: DeviceToleration, key: str, value: str, effect: str) -> bool:
+    """Upstream ToleratesTaint."""
+    if tol.effect and tol.effect != effect:
+        return False
+    if tol.key and tol.key != key:
+        return False
+    if tol.operator == "Exists":
+        return True
+    if tol.operator in (None, "", "Equal"):
+        return (tol.value or "") == value
+    return False
+
+
+def taint_blocks(entry: DeviceEntry, tolerations: Sequence[DeviceToleration]) -> bool:
+    """Any NoSchedule/NoExecute taint not tolerated? (None and unknown effects never block.)"""
+    for taint in entry.taints:
+        effect = taint.effect or ""
+        if effect not in _BLOCKING_EFFECTS:
+            continue
+        if not any(tolerates(t, taint.key, taint.value or "", effect) for t in tolerations):
+            return True
+    return False
+
+
+# --- consumable capacity ----------------------------------------------------------------
+
+
+def _round_up(requested: Quantity, entry_cap: DeviceCapacity) -> Quantity:
+    policy = entry_cap.request_policy
+    if policy is None:
+        return requested
+    rng = policy.valid_range
+    if rng is not None:
+        if requested < rng.min:
+            return rng.min
+        if rng.step is None:
+            return requested
+        # Integer Value() arithmetic, as upstream (fractions are rounded away from zero).
+        lo, step = rng.min.value(), rng.step.value()
+        added = requested.value() - lo
+        n = added // step + (1 if added % step else 0)
+        return Quantity.from_int(lo + step * n, rng.step.fmt)
+    if policy.valid_values:
+        for v in policy.valid_values:
+            if requested <= v:
+                return v
+    return requested
+
+
+def _violates(value: Quantity, entry_cap: DeviceCapacity) -> bool:
+    policy = entry_cap.request_policy
+    if policy is None:
+        return False
+    # DECISION (§7 item 28): "equals the default" compares values, not representations.
+    if policy.default is not None and value == policy.default:
+        return False
+    rng = policy.valid_range
+    if rng is not None:
+        if rng.max is not None and value > rng.max:
+            return True
+        step = rng.step
+        return step is not None and (value.value() - rng.min.value()) % step.value() != 0
+    if policy.valid_values:
+        return all(value != v for v in policy.valid_values)
+    return False
+
+
+def consumption(req: ReqData, entry: DeviceEntry) -> dict[str, Quantity] | None:
+    """What the request consumes of each capacity of the device; None if it can't."""
+    requested: dict[str, Quantity] = {}
+    for name, q in (req.capacity or {}).items():
+        fq = name if "/" in name else f"{entry.ref.driver}/{name}"
+        if fq not in entry.capacity:
+            return None  # the request names a capacity the device lacks
+        requested[fq] = q
+    out: dict[str, Quantity] = {}
+    for fq, (_, cap) in entry.capacity.items():
+        asked = requested.get(fq)
+        policy = cap.request_policy
+        if asked is None:
+            default = policy.default if policy is not None else None
+            value = default if default is not None else cap.value
+        else:
+            value = _round_up(asked, cap)
+        if _violates(value, cap):
+            return None
+        out[fq] = value
+    return out
+
+
+# --- the search -------------------------------------------------------------------------
+
+
+class Search:
+    """One Allocate call: pre-pass, depth-first search, bookkeeping for explanations."""
+
+    def __init__(
+        self,
+        claims: Sequence[ResourceClaim],
+        node: NodeInfo,
+        inventory: Inventory,
+        classes: Mapping[str, DeviceClass],
+        state: AllocatedState,
+        *,
+        features: Features,
+        order: DeviceOrder | None,
+        strict_cel: bool,
+        timeout_s: float,
+        max_steps: int | None,
+    ) -> None:
+        self.claims = list(claims)
+        self.node = node
+        self.inventory = inventory
+        self.classes = classes
+        self.state = state
+        self.features = features
+        self.order = order
+        self.strict = strict_cel
+        self.timeout_s = timeout_s
+        self.deadline = time.perf_counter() + timeout_s
+        self.max_steps = max_steps
+        self.steps = 0
+        self.pools = inventory.pools_for(node, features)
+        self.pool_by_key: dict[PoolKey, Pool] = {p.key: p for p in self.pools}
+        self.devices: list[tuple[DeviceEntry, bool]] = [
+            d for p in self.pools if p.usable for d in p.devices
+        ]
+        self.reqs: list[list[list[ReqData]]] = []
+        self.constraints: list[list[_Constraint]] = []
+        self.allocating: dict[int, set[int]] = {}
+        self.counters: dict[PoolKey, dict[str, dict[str, int]]] = {}
+        self.cap_inflight: dict[int, dict[str, int]] = {}
+        self.share_inflight: dict[int, int] = {}
+        self.results: list[list[Pick]] = []
+        self.selected: dict[tuple[int, int], int] = {}
+        self._selectable: dict[tuple[int, int], bool] = {}
+        self.first_constraint_failure: ConstraintFailure | None = None
+
+    # --- pre-pass (upstream: per-claim validation; all errors fatal) ----------------------
+
+    def prepare(self) -> None:
+        f = self.features
+        for ci, claim in enumerate(self.claims):
+            cname = claim_name(claim)
+            claim_reqs: list[list[ReqData]] = []
+            min_devices = 0
+            for ri, request in enumerate(claim.spec.devices.requests):
+                where = f"claim {cname}, request {request.name}"
+                if request.first_available and not f.prioritized_list:
+                    raise AllocationError(
+                        f"{where}: has subrequests, but the DRAPrioritizedList feature is disabled"
+                    )
+                if not f.consumable_capacity:
+                    if request.exactly is not None and request.exactly.capacity is not None:
+                        raise AllocationError(
+                            f"{where}: has capacity requests, but the DRAConsumableCapacity "
+                            "feature is disabled"
+                        )
+                    for sub in request.first_available:
+                        if sub.capacity is not None:
+                            raise AllocationError(
+                                f"claim {cname}, subrequest {sub.name}: has capacity requests, "
+                                "but the DRAConsumableCapacity feature is disabled"
+                            )
+                if request.first_available:
+                    subs = [
+                        self._request_data(ci, ri, si, sub, request.name)
+                        for si, sub in enumerate(request.first_available)
+                    ]
+                    min_devices += min(s.count for s in subs)
+                    claim_reqs.append(subs)
+                else:
+                    if request.exactly is None:
+                        raise AllocationError(
+                            f"{where}: missing device class name (unsupported request type?)"
+                        )
+                    rd = self._request_data(ci, ri, -1, request.exactly, request.name)
+                    min_devices += rd.count
+                    claim_reqs.append([rd])
+            if min_devices > MAX_RESULTS_PER_CLAIM:
+                raise AllocationError(
+                    f"claim {cname}: number of requested devices {min_devices} exceeds the "
+                    f"claim limit of {MAX_RESULTS_PER_CLAIM}"
+                )
+            self.reqs.append(claim_reqs)
+            self.constraints.append(
+                [
+                    self._constraint(cname, i, c)
+                    for i, c in enumerate(claim.spec.devices.constraints)
+                ]
+            )
+            self.results.append([])
+
+    def _constraint(self, cname: str, i: int, c: DeviceConstraint) -> _Constraint:
+        lists = self.features.list_type_attributes
+        if c.match_attribute:
+            return _Match(i, c.match_attribute, c.requests, lists)
+        if c.distinct_attribute and self.features.consumable_capacity:
+            return _Distinct(i, c.distinct_attribute, c.requests, lists)
+        raise AllocationError(
+            f"claim {cname}, constraint #{i}: empty constraint (unsupported constraint type?)"
+        )
+
+    def _request_data(
+        self,
+        ci: int,
+        ri: int,
+        si: int,
+        request: ExactDeviceRequest | DeviceSubRequest,
+        parent_name: str,
+    ) -> ReqData:
+        claim = self.claims[ci]
+        cname = claim_name(claim)
+        name = parent_name if si < 0 else request.name  # type: ignore[union-attr]
+        where = f"claim {cname}, request {name}"
+        for i, sel in enumerate(request.selectors):
+            if sel.cel is None:
+                raise AllocationError(
+                    f"{where}, selector #{i}: CEL expression empty (unsupported selector type?)"
+                )
+        admin = bool(getattr(request, "admin_access", None))
+        if admin and not self.features.admin_access:
+            raise AllocationError(
+                f"{where}: admin access is requested, but the feature is disabled"
+            )
+        if not request.device_class_name:
+            raise AllocationError(f"{where}: missing device class name (unsupported request type?)")
+        klass = self.classes.get(request.device_class_name)
+        if klass is None:
+            raise AllocationError(
+                f"{where}: could not retrieve device class {request.device_class_name}: "
+                f'deviceclass.resource.k8s.io "{request.device_class_name}" not found'
+            )
+        mode = request.allocation_mode or "ExactCount"
+        rd = ReqData(
+            claim_index=ci,
+            request_index=ri,
+            sub_index=si,
+            name=name,
+            parent=parent_name if si >= 0 else None,
+            klass=klass,
+            selectors=tuple(s.cel.expression for s in request.selectors if s.cel is not None),
+            all_mode=mode == "All",
+            count=0,
+            admin=admin,
+            tolerations=request.tolerations,
+            capacity=request.capacity.requests if request.capacity is not None else None,
+        )
+        if mode == "ExactCount":
+            rd.count = 1 if request.count is None else request.count
+            if rd.count > 2**63 - 1:
+                raise AllocationError(f"{where}: exact count {rd.count} is too large")
+        elif mode == "All":
+            for pool in self.pools:
+                if pool.incomplete:
+                    raise AllocationError(
+                        f"{where}: asks for all devices, but resource pool {pool.id} is "
+                        "currently being updated"
+                    )
+                if pool.invalid is not None:
+                    raise AllocationError(
+                        f"{where}: asks for all devices, but resource pool {pool.id} is "
+                        "currently invalid"
+                    )
+                for entry, on_node in pool.devices:
+                    if not self.selectable(rd, entry, on_node):
+                        continue
+                    if self.features.consumable_capacity and self._capacity_fits(rd, entry) is None:
+                        continue
+                    rd.all_devices.append(entry)
+            rd.count = len(rd.all_devices)
+        else:
+            raise AllocationError(f"{where}: unsupported count mode {mode}")
+        return rd
+
+    # --- selectability --------------------------------------------------------------------
+
+    def selectable(self, rd: ReqData, entry: DeviceEntry, on_node: bool) -> bool:
+        """Binding-condition gate, class selectors, request selectors, per-device node."""
+        key = (id(rd), entry.index)
+        hit = self._selectable.get(key)
+        if hit is not None:
+            return hit
+        ok = (
+            (self.features.binding_conditions or not entry.binding)
+            and self.class_match(rd, entry)
+            and self.request_match(rd, entry)
+            and on_node
+        )
+        self._selectable[key] = ok
+        return ok
+
+    def class_match(self, rd: ReqData, entry: DeviceEntry) -> bool:
+        return self._selectors_match(
+            [s.cel.expression for s in rd.klass.spec.selectors if s.cel is not None],
+            entry,
+            f"class {rd.klass.name}",
+        )
+
+    def request_match(self, rd: ReqData, entry: DeviceEntry) -> bool:
+        return self._selectors_match(
+            rd.selectors, entry, f"claim {claim_name(self.claims[rd.claim_index])}"
+        )
+
+    def _selectors_match(self, exprs: Sequence[str], entry: DeviceEntry, who: str) -> bool:
+        for i, expr in enumerate(exprs):
+            try:
+                if not self.inventory.matches(
+                    expr, entry, strict=self.strict, features=self.features
+                ):
+                    return False
+            except CelCompileError as exc:
+                raise CelSelectorError(
+                    f"{who}: selector #{i}: CEL compile error: {exc}", expr, None
+                ) from None
+            except CelEvalError as exc:
+                raise CelSelectorError(
+                    f"{who}: selector #{i}: CEL runtime error: {exc}", expr, entry.ref
+                ) from None
+        return True
+
+    # --- availability ---------------------------------------------------------------------
+
+    def in_use(self, entry: DeviceEntry, multi: bool) -> bool:
+        ref = entry.ref
+        if ref in self.state.devices:
+            return True
+        if multi:
+            return False
+        # A dedicated device is also unusable while shares of it exist (it changed from
+        # multi-allocatable, or is being allocated by another request of this attempt).
+        return ref in self.state.shared or bool(self.allocating.get(entry.index))
+
+    def available_counters(self, pool: Pool) -> dict[str, dict[str, int]]:
+        """The pool's counters minus what allocated devices (here or elsewhere) consume."""
+        cache = self.state._counters
+        hit = cache.get(id(pool))
+        if hit is not None and hit[0] is pool:
+            return hit[1]
+        avail = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+        for entry in pool.all_devices:
+            if entry.consumes and self.state.is_allocated(entry.ref):
+                for set_name, counters in entry.consumes:
+                    have = avail.get(set_name)
+                    if have is not None:
+                        for counter, amount in counters:
+                            if counter in have:
+                                have[counter] -= amount
+        cache[id(pool)] = (pool, avail)
+        return avail
+
+    def _take_counters(self, entry: DeviceEntry) -> Callable[[], None] | None:
+        # DECISION (§7 item 26): bookkeeping per (driver, pool), not per pool name.
+        pool = self.pool_by_key[(entry.ref.driver, entry.ref.pool)]
+        avail = self.available_counters(pool)
+        consumed = self.counters.setdefault(pool.key, {})
+        added: list[tuple[dict[str, int], str, int]] = []
+        ok = True
+        for set_name, counters in entry.consumes:
+            inflight = consumed.setdefault(set_name, {})
+            have = avail.get(set_name, {})
+            for counter, amount in counters:
+                total = inflight.get(counter, 0) + amount
+                inflight[counter] = total
+                added.append((inflight, counter, amount))
+                if have.get(counter, 0) < total:
+                    ok = False
+
+        def undo() -> None:
+            for inflight, counter, amount in added:
+                inflight[counter] -= amount
+
+        if not ok:
+            undo()
+            return None
+        return undo
+
+    def _capacity_fits(
+        self, rd: ReqData, entry: DeviceEntry, inflight: bool = False
+    ) -> dict[str, Quantity] | None:
+        cons = consumption(rd, entry)
+        if cons is None:
+            return None
+        existing = self.state.consumed(entry.ref)
+        current = self.cap_inflight.get(entry.index, {}) if inflight else {}
+        for fq, q in cons.items():
+            total = existing.get(fq, 0) + current.get(fq, 0) + q.nanos
+            if total > entry.capacity[fq][1].value.nanos:
+                return None
+        return cons
+
+    def _has_shares(self, entry: DeviceEntry) -> bool:
+        return entry.ref in self.state.shared or self.share_inflight.get(entry.index, 0) > 0
+
+    def use(self, rd: ReqData, entry: DeviceEntry, must: bool) -> Callable[[], None] | None:
+        """Upstream allocateDevice: try to add `entry` for `rd`; an undo function or None."""
+        f = self.features
+        ci = rd.claim_index
+        multi = f.consumable_capacity and entry.multi
+        if not multi and rd.admin and ci in self.allocating.get(entry.index, ()):
+            return None
+        if not rd.admin and self.in_use(entry, multi):
+            return None
+        if entry.consumes and not f.partitionable_devices:
+            return None
+        undos: list[Callable[[], None]] = []
+        # A shared device consumes its counters once, with its first share (§7 item 16).
+        if entry.consumes and not (multi and self._has_shares(entry)):
+            # DECISION (§7 item 25): unlike upstream, counters taken here are given back
+            # when a later check (taint, constraint, capacity) rejects the device.
+            undo_counters = self._take_counters(entry)
+            if undo_counters is None:
+                return None
+            undos.append(undo_counters)
+
+        def rollback() -> None:
+            for u in reversed(undos):
+                u()
+
+        if f.device_taints and taint_blocks(entry, rd.tolerations):
+            rollback()
+            return None
+        constraints = self.constraints[ci]
+        for i, c in enumerate(constraints):
+            if not c.add(rd, entry):
+                if must:
+                    rollback()
+                    raise AllocationError(
+                        f"claim {claim_name(self.claims[ci])}, request {rd.name}: cannot add "
+                        f"device {entry.ref} because a claim constraint would not be satisfied"
+                    )
+                for prev in constraints[:i]:
+                    prev.remove(rd, entry)
+                if self.first_constraint_failure is None:
+                    self.first_constraint_failure = ConstraintFailure(
+                        claim_name(self.claims[ci]), c.index, c.kind, c.attribute,
+                        str(entry.ref), c.last_reason,
+                    )  # fmt: skip
+                rollback()
+                return None
+
+        def undo_constraints() -> None:
+            for c in reversed(constraints):
+                c.remove(rd, entry)
+
+        undos.append(undo_constraints)
+        if not multi:
+            claims = self.allocating.setdefault(entry.index, set())
+            claims.add(ci)
+            undos.append(lambda: claims.discard(ci))
+        share_id: str | None = None
+        consumed: dict[str, Quantity] | None = None
+        if f.consumable_capacity:
+            cons = self._capacity_fits(rd, entry, inflight=True)
+            if cons is None:
+                rollback()
+                return None
+            if multi:
+                consumed = cons
+                share_id = self._share_id(rd, entry)
+                current = self.cap_inflight.setdefault(entry.index, {})
+                for fq, q in cons.items():
+                    current[fq] = current.get(fq, 0) + q.nanos
+                self.share_inflight[entry.index] = self.share_inflight.get(entry.index, 0) + 1
+
+                def undo_capacity(cons: dict[str, Quantity] = cons) -> None:
+                    for fq, q in cons.items():
+                        current[fq] -= q.nanos
+                    self.share_inflight[entry.index] -= 1
+
+                undos.append(undo_capacity)
+        results = self.results[ci]
+        results.append(Pick(rd, entry, share_id, consumed))
+        undos.append(results.pop)  # type: ignore[arg-type]
+        return rollback
+
+    def _share_id(self, rd: ReqData, entry: DeviceEntry) -> str:
+        # Upstream draws a random UUID; a name-based one keeps results reproducible.
+        claim = self.claims[rd.claim_index]
+        n = sum(1 for p in self.results[rd.claim_index] if p.entry is entry)
+        seed = f"{claim.metadata.uid or claim_name(claim)}/{rd.full}/{entry.ref}/{n}"
+        return str(uuid.uuid5(SHARE_NAMESPACE, seed))
+
+    # --- candidates and the recursion -----------------------------------------------------
+
+    def candidates(self, rd: ReqData) -> list[tuple[DeviceEntry, bool]]:
+        if rd.candidates is None:
+            if self.order is None:
+                rd.candidates = self.devices
+            else:
+                pool = [(e, on) for e, on in self.devices if self.selectable(rd, e, on)]
+                key = RequestKey(claim_name(self.claims[rd.claim_index]), rd.full)
+                by_ref = {e.ref: (e, on) for e, on in pool}
+                ordered: list[tuple[DeviceEntry, bool]] = []
+                for ref in self.order(key, [e.ref for e, _ in pool]):
+                    item = by_ref.pop(ref, None)
+                    if item is not None:
+                        ordered.append(item)
+                # The hook may only reorder: anything it dropped keeps its upstream place
+                # at the end, so feasibility never depends on the policy.
+                ordered.extend(item for item in pool if item[0].ref in by_ref)
+                rd.candidates = ordered
+        return rd.candidates
+
+    def _tick(self) -> None:
+        self.steps += 1
+        if self.max_steps is not None and self.steps > self.max_steps:
+            raise AllocationTimeout(
+                f"filter operation aborted: timed out trying to allocate devices on node "
+                f"{self.node.name}: search budget of {self.max_steps} steps exhausted"
+            )
+        if not self.steps & 63 and time.perf_counter() > self.deadline:
+            raise AllocationTimeout(
+                f"filter operation aborted: timed out trying to allocate devices on node "
+                f"{self.node.name}: search stopped after {self.timeout_s:g}s "
+                f"and {self.steps} steps"
+            )
+
+    def run(self) -> bool:
+        return self._one(0, 0, 0, 0, False, 0)
+
+    def _one(self, c: int, r: int, s: int, d: int, in_sub: bool, start: int) -> bool:
+        self._tick()
+        if c >= len(self.reqs):
+            return True
+        claim_reqs = self.reqs[c]
+        if r >= len(claim_reqs):
+            try:
+                return self._one(c + 1, 0, 0, 0, False, 0)
+            except _MaxSize:
+                return False
+        subs = claim_reqs[r]
+        if not in_sub and subs[0].sub_index >= 0:
+            all_exceeded = True
+            for si in range(len(subs)):
+                try:
+                    ok = self._one(c, r, si, 0, True, 0)
+                except _MaxSize:
+                    continue
+                all_exceeded = False
+                if ok:
+                    self.selected[(c, r)] = si
+                    return True
+            if all_exceeded:
+                raise _MaxSize
+            return False
+        rd = subs[s]
+        if rd.all_mode and not rd.all_devices:
+            return False  # "All" needs at least one device
+        if d >= rd.count:
+            return self._one(c, r + 1, 0, 0, False, 0)
+        if len(self.results[c]) + rd.count - d > MAX_RESULTS_PER_CLAIM:
+            raise _MaxSize
+        if rd.all_mode:
+            undo = self.use(rd, rd.all_devices[d], must=True)
+            if undo is None:
+                return False
+            ok = False
+            try:
+                ok = self._one(c, r, s, d + 1, in_sub, 0)
+            finally:
+                if not ok:
+                    undo()
+            return ok
+        candidates = self.candidates(rd)
+        multi_on = self.features.consumable_capacity
+        for idx in range(start, len(candidates)):
+            entry, on_node = candidates[idx]
+            multi = multi_on and entry.multi
+            if rd.admin:
+                if not multi and c in self.allocating.get(entry.index, ()):
+                    continue
+            elif self.in_use(entry, multi):
+                continue
+            if not self.selectable(rd, entry, on_node):
+                continue
+            undo = self.use(rd, entry, must=False)
+            if undo is None:
+                continue
+            ok = False
+            try:
+                ok = self._one(c, r, s, d + 1, in_sub, idx + 1)
+            finally:
+                if not ok:
+                    undo()
+            if ok:
+                return True
+        return False

@@ -1,0 +1,67 @@
+"""Small value types shared by the allocator modules (features, node, ids, errors)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from kubedra.errors import KubedraError
+
+# Upstream's per-claim result limit (resourceapi.AllocationResultsMaxSize).
+MAX_RESULTS_PER_CLAIM = 32
+
+
+@dataclass(frozen=True)
+class Features:
+    """The allocator's feature switches (upstream `structured.Features`), 1.36 defaults.
+
+    `binding_conditions` stands for both DRADeviceBindingConditions and
+    DRAResourceClaimDeviceStatus (upstream's single DeviceBindingAndStatus flag).
+    """
+
+    admin_access: bool = True
+    prioritized_list: bool = True
+    partitionable_devices: bool = True
+    device_taints: bool = True
+    device_taint_rules: bool = True
+    consumable_capacity: bool = True
+    binding_conditions: bool = True
+    list_type_attributes: bool = False
+
+
+DEFAULT_FEATURES = Features()
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """The node allocation is attempted for: its name and labels (for node selectors)."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+class DeviceRef(NamedTuple):
+    """Identity of a device: driver, pool name, device name (upstream DeviceID)."""
+
+    driver: str
+    pool: str
+    device: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
+
+class RequestKey(NamedTuple):
+    """A request of a claim: claim as `namespace/name`, request as `req` or `req/sub`."""
+
+    claim: str
+    request: str
+
+
+class AllocationError(KubedraError):
+    """A fatal problem with the input: upstream's Allocate returns an error (not "no fit")."""
+
+
+class AllocationTimeout(AllocationError):
+    """The search ran past its time or step budget (upstream: the filter timeout)."""
