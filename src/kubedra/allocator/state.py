@@ -2,8 +2,7 @@
 
 Rebuilt from claim statuses alone. Exclusive allocations mark the device allocated; shared
 ones (with a shareID) add their consumedCapacity to the device's aggregated total. Results
-with adminAccess are invisible to everybody (upstream rule). The state is immutable:
-`with_allocation` returns a new state, copying only what one result changes.
+with adminAccess are invisible to everybody (upstream rule).
 """
 
 from __future__ import annotations
@@ -22,21 +21,28 @@ def _fq(driver: str, name: str) -> str:
 
 
 class AllocatedState:
-    """Allocated devices, shared device ids and aggregated consumed capacity (nano units)."""
+    """Allocated devices, shared device ids and aggregated consumed capacity (nano units).
+
+    `with_allocation` returns a new state (the allocator's callers keep old ones valid);
+    `reserve` adds in place, for a scheduler's own working copy, where copying the whole
+    state for every placed pod would make a cluster-sized run quadratic.
+    """
 
     __slots__ = ("_counters", "capacity", "devices", "shared", "shares")
 
     def __init__(
         self,
-        devices: frozenset[DeviceRef] = frozenset(),
-        shares: frozenset[tuple[DeviceRef, str]] = frozenset(),
+        devices: Iterable[DeviceRef] = (),
+        shares: Iterable[tuple[DeviceRef, str]] = (),
         capacity: Mapping[DeviceRef, Mapping[str, int]] | None = None,
     ) -> None:
-        self.devices = devices  # allocated exclusively (no shareID, not admin)
-        self.shares = shares  # (device, shareID) of shared allocations
-        self.shared = frozenset(ref for ref, _ in shares)  # devices with at least one share
-        self.capacity: Mapping[DeviceRef, Mapping[str, int]] = capacity or {}
-        # Per-pool available counters, computed lazily by the search (the state never changes).
+        self.devices: set[DeviceRef] = set(devices)  # exclusive (no shareID, not admin)
+        self.shares: set[tuple[DeviceRef, str]] = set(shares)  # (device, shareID) of shares
+        self.shared: set[DeviceRef] = {ref for ref, _ in self.shares}  # with >= 1 share
+        self.capacity: dict[DeviceRef, dict[str, int]] = {
+            ref: dict(caps) for ref, caps in (capacity or {}).items()
+        }
+        # Per-pool available counters, computed lazily by the search; cleared on `reserve`.
         # Keyed by id(pool); the pool object is kept in the value to guard against id reuse.
         self._counters: dict[int, tuple[object, dict[str, dict[str, int]]]] = {}
 
@@ -45,37 +51,34 @@ class AllocatedState:
         state = cls()
         for claim in claims:
             if claim.status is not None and claim.status.allocation is not None:
-                state = state.with_allocation(claim.status.allocation)
+                state.reserve(claim.status.allocation)
         return state
 
     def with_allocation(self, result: AllocationResult) -> AllocatedState:
-        """A new state that also holds the devices of `result`."""
-        devices = set()
-        shares = set()
-        capacity: dict[DeviceRef, dict[str, int]] = {}
+        """A new state that also holds the devices of `result` (this one is unchanged)."""
+        state = AllocatedState(self.devices, self.shares, self.capacity)
+        state.reserve(result)
+        return state
+
+    add = with_allocation
+
+    def reserve(self, result: AllocationResult) -> None:
+        """Hold the devices of `result` in this state (in place)."""
         for r in result.devices.results:
             if r.admin_access:
                 continue
             ref = DeviceRef(r.driver, r.pool, r.device)
             if r.share_id is None:
-                devices.add(ref)
+                self.devices.add(ref)
                 continue
-            shares.add((ref, r.share_id))
+            self.shares.add((ref, r.share_id))
+            self.shared.add(ref)
             if r.consumed_capacity:
-                total = capacity.get(ref)
-                if total is None:
-                    total = capacity[ref] = dict(self.capacity.get(ref, _EMPTY))
+                total = self.capacity.setdefault(ref, {})
                 for name, q in r.consumed_capacity.items():
                     key = _fq(r.driver, name)
                     total[key] = total.get(key, 0) + q.nanos
-        if not devices and not shares:
-            return self
-        merged: Mapping[DeviceRef, Mapping[str, int]] = self.capacity
-        if capacity:
-            merged = {**self.capacity, **capacity}
-        return AllocatedState(self.devices | devices, self.shares | shares, merged)
-
-    add = with_allocation
+        self._counters.clear()
 
     def is_allocated(self, ref: DeviceRef) -> bool:
         """Allocated exclusively, or shared by at least one claim."""

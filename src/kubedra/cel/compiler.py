@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from kubedra.cel import ast
 from kubedra.cel import runtime as rt
-from kubedra.cel.errors import CelEvalError, CostLimitExceeded
+from kubedra.cel.errors import BareKeyMissing, CelEvalError, CostLimitExceeded
 from kubedra.cel.patterns import bare_lookup, device_map
 from kubedra.cel.registry import Impl, Overload
 from kubedra.cel.stdlib import TYPE_NAMES
@@ -115,10 +115,12 @@ class Compiler:
             found = maps.get(domain)
             if found is not None:
                 return found
+            if domain == device.driver:  # type: ignore[attr-defined]
+                return rt.EMPTY  # the driver's own (empty) domain, as upstream
             own = maps.get(device.driver)  # type: ignore[attr-defined]
             if own is not None and domain in own:
                 return own[domain]
-            return rt.EMPTY
+            raise BareKeyMissing(f"device has no {which} named {domain!r} in any domain")
 
         return lenient
 

@@ -15,6 +15,15 @@ class CelEvalError(CelError):
     """Evaluation failed for one activation (missing key, overflow, bad types, ...)."""
 
 
+class BareKeyMissing(CelEvalError):
+    """Lenient mode: `device.capacity["memory"]` on a device that has no `memory` at all.
+
+    Upstream has no such lookup (it is the seed's non-portable spelling); kubedra reads it
+    as "this device lacks what the selector asks for": the selector is false for the device
+    instead of failing the whole allocation. `||`/`&&` absorb it like any CEL error.
+    """
+
+
 class CostLimitExceeded(CelEvalError):
     """The runtime cost budget ran out; never absorbed by `||`/`&&`."""
 

@@ -12,7 +12,7 @@ from kubedra.cel.compiler import Compiler, Fn
 from kubedra.cel.cost import estimate
 from kubedra.cel.device import DeviceView
 from kubedra.cel.env import Env, plain_env, selector_env
-from kubedra.cel.errors import CelCompileError, CelError, CelEvalError, Issue
+from kubedra.cel.errors import BareKeyMissing, CelCompileError, CelError, CelEvalError, Issue
 from kubedra.cel.parser import parse
 from kubedra.cel.runtime import COST_LIMIT
 from kubedra.cel.types import BOOL, DYN
@@ -36,7 +36,10 @@ class CompiledSelector:
         """True/False for `device`; raises CelEvalError as upstream's runtime errors."""
         if device.list_attribute is not None and not self.list_attributes:
             raise CelEvalError(f"attribute {device.list_attribute}: unsupported attribute value")
-        value = _run(self._fn, device, self._frame_size)
+        try:
+            value = _run(self._fn, device, self._frame_size)
+        except BareKeyMissing:
+            return False  # lenient mode only: the device lacks what a bare lookup names
         if value is True or value is False:
             return value
         raise CelEvalError(

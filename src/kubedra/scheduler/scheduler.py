@@ -228,7 +228,7 @@ class Scheduler:
 
     # --- derived state ----------------------------------------------------------------
 
-    def _nodes(self) -> list[Node]:
+    def nodes(self) -> list[Node]:
         nodes = [n for n in self._cache.of(Node).values() if isinstance(n, Node)]
         return sorted(nodes, key=lambda n: n.name)
 
@@ -253,7 +253,7 @@ class Scheduler:
 
     def view(self) -> ClusterView:
         if self._view is None:
-            infos = [NodeInfo(n.name, n.metadata.labels) for n in self._nodes()]
+            infos = [NodeInfo(n.name, n.metadata.labels) for n in self.nodes()]
             used = [r for c in self._claims() for r in _claim_refs(c)]
             self._view = ClusterView(self.inventory(), infos, used)
         return self._view
@@ -270,7 +270,7 @@ class Scheduler:
         ns = self._cache.of(Namespace).get(("", namespace))
         return dict(ns.metadata.labels) if ns is not None else {}
 
-    def _node_usage(self) -> dict[str, dict[str, Quantity]]:
+    def node_usage(self) -> dict[str, dict[str, Quantity]]:
         usage: dict[str, dict[str, Quantity]] = {}
         for pod in self._cache.of(Pod).values():
             assert isinstance(pod, Pod)
@@ -319,8 +319,8 @@ class Scheduler:
 
     def _place(self, pod: Pod, claims: list[ResourceClaim]) -> Candidate:
         reasons: dict[str, int] = {}
-        usage = self._node_usage()
-        nodes = {n.name: n for n in self._nodes()}
+        usage = self.node_usage()
+        nodes = {n.name: n for n in self.nodes()}
         fitting = []
         for node in nodes.values():
             fit = filter_node(pod, node, usage.get(node.name, {}))
@@ -408,7 +408,7 @@ class Scheduler:
 
     def _reserve(self, result: AllocationResult) -> None:
         if self._allocated is not None:
-            self._allocated = self._allocated.with_allocation(result)
+            self._allocated.reserve(result)
         if self._view is not None:
             self._view.reserve(refs_of([result]))
 
