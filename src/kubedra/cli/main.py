@@ -1,28 +1,28 @@
-"""Entry point of the `kubedra` command (console script `kubedra`)."""
+"""Entry point of the `kubedra` command (console script `kubedra`): wires the subcommands."""
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 
 import click
 
 from kubedra import __version__
+from kubedra.cli.cluster import cluster
+from kubedra.cli.context import Settings
 from kubedra.cli.lint import run_lint
-
-
-@dataclass
-class Settings:
-    """Global options, shared by every subcommand through click's context."""
-
-    store: str
-    strict: bool
-    verbosity: int
+from kubedra.cli.resources import apply, delete, describe, get
+from kubedra.cli.scheduling import allocate_command, devices, explain, schedule
+from kubedra.cluster import DEFAULT_PATH
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--store", envvar="KUBEDRA_STORE", default=".kubedra/state.db",
-              show_default=True, help="Path of the embedded state store.")
+@click.option(
+    "--store",
+    envvar="KUBEDRA_STORE",
+    default=DEFAULT_PATH,
+    show_default=True,
+    help="Path of the embedded state store (or KUBEDRA_STORE).",
+)
 @click.option("--strict", is_flag=True, help="Upstream behaviour exactly; warnings fail.")
 @click.option("-v", "verbosity", count=True, help="More output (-v, -vv).")
 @click.version_option(__version__, prog_name="kubedra")
@@ -38,19 +38,32 @@ def cli(ctx: click.Context, store: str, strict: bool, verbosity: int) -> None:
 @click.pass_obj
 def lint(settings: Settings, paths: tuple[str, ...], strict_here: bool) -> None:
     """Validate manifests (FILE, DIR or - for stdin) as the API server would."""
-    code = run_lint(paths, sys.stdout, strict=settings.strict or strict_here)
-    sys.exit(code)
+    sys.exit(run_lint(paths, sys.stdout, strict=settings.strict or strict_here))
 
 
 @cli.command()
 @click.pass_obj
 def demo(settings: Settings) -> None:
-    """Run the seed scenario (examples/seed) and show what kubedra makes of it."""
+    """The seed scenario on a fresh store: placement, explanation, device-plugin contrast."""
     from kubedra.cli.demo import run_demo
 
-    sys.exit(run_demo(sys.stdout))
+    sys.exit(run_demo(sys.stdout, settings))
+
+
+for command in (
+    apply,
+    get,
+    describe,
+    delete,
+    schedule,
+    explain,
+    devices,
+    allocate_command,
+    cluster,
+):
+    cli.add_command(command)
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point; usage errors exit 2 (click), user errors 1."""
     cli(prog_name="kubedra")

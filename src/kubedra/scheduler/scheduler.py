@@ -43,6 +43,7 @@ from kubedra.api.resource import (
     ResourceSlice,
 )
 from kubedra.cluster.sqlite import SqliteStore, now_rfc3339
+from kubedra.cluster.store import T
 from kubedra.errors import Conflict, NotFound
 from kubedra.scheduler.claims import (
     generated_claim,
@@ -50,7 +51,7 @@ from kubedra.scheduler.claims import (
     recorded_claim_name,
     with_claim_status,
 )
-from kubedra.scheduler.nodes import add_requests, filter_node
+from kubedra.scheduler.nodes import add_requests, filter_node, pod_requests
 from kubedra.scheduler.policies import Candidate, Policy, make_policy
 from kubedra.scheduler.policies.base import refs_of
 from kubedra.scheduler.queue import SchedulingQueue, pod_key
@@ -111,6 +112,14 @@ class Scheduler:
         self._view: ClusterView | None = None
         self._allocated: AllocatedState | None = None
         self._loaded = False
+        self._own: set[int] = set()  # resourceVersions this scheduler wrote itself
+        self._usage: dict[str, dict[str, Quantity]] | None = None
+        self._classes: dict[str, DeviceClass] | None = None
+        self._static_fits: dict[bytes, list[str]] = {}
+        # (claims signature, node) -> node state version at which allocation failed there:
+        # the same claims on an unchanged node fail again, so the node is skipped.
+        self._infeasible: dict[tuple[bytes, str], int] = {}
+        self._node_version: dict[str, int] = {}
 
     # --- public -----------------------------------------------------------------------
 
@@ -172,6 +181,9 @@ class Scheduler:
             else:
                 table[k] = obj
             self._cache.rv = event.resource_version
+            if event.resource_version in self._own:
+                self._own.discard(event.resource_version)  # already applied when written
+                continue
             woken |= self._note_change(obj, event.type == "DELETED")
         if woken:
             self.queue.wake_all()
@@ -203,10 +215,17 @@ class Scheduler:
         """Update derived state for one changed object; True if pending pods may now fit."""
         if isinstance(obj, (ResourceSlice, DeviceTaintRule, Node)):
             self._inventory = self._view = None
+            self._static_fits.clear()
+            self._infeasible.clear()
         if isinstance(obj, ResourceClaim):
             self._allocated = None
             self._view = None
+            self._infeasible.clear()
+        if isinstance(obj, DeviceClass):
+            self._classes = None
+            self._infeasible.clear()
         if isinstance(obj, Pod):
+            self._usage = None
             if not deleted and self._is_pending(obj):
                 self.queue.add(obj)
             else:
@@ -216,6 +235,14 @@ class Scheduler:
 
     def _invalidate(self) -> None:
         self._inventory = self._view = self._allocated = None
+        self._usage = self._classes = None
+        self._static_fits.clear()
+        self._infeasible.clear()
+
+    def _mine(self, obj: T) -> T:
+        """Note a write of this scheduler, so refresh does not treat it as news."""
+        self._own.add(int(obj.metadata.resource_version or 0))
+        return obj
 
     def _is_pending(self, pod: Pod) -> bool:
         ended = pod.status is not None and pod.status.phase in ENDED_PHASES
@@ -262,22 +289,25 @@ class Scheduler:
         return [c for c in self._cache.of(ResourceClaim).values() if isinstance(c, ResourceClaim)]
 
     def classes(self) -> dict[str, DeviceClass]:
-        return {
-            c.name: c for c in self._cache.of(DeviceClass).values() if isinstance(c, DeviceClass)
-        }
+        if self._classes is None:
+            table = self._cache.of(DeviceClass).values()
+            self._classes = {c.name: c for c in table if isinstance(c, DeviceClass)}
+        return self._classes
 
     def _namespace_labels(self, namespace: str) -> dict[str, str]:
         ns = self._cache.of(Namespace).get(("", namespace))
         return dict(ns.metadata.labels) if ns is not None else {}
 
     def node_usage(self) -> dict[str, dict[str, Quantity]]:
-        usage: dict[str, dict[str, Quantity]] = {}
-        for pod in self._cache.of(Pod).values():
-            assert isinstance(pod, Pod)
-            ended = pod.status is not None and pod.status.phase in ENDED_PHASES
-            if pod.spec.node_name and not ended:
-                add_requests(usage.setdefault(pod.spec.node_name, {}), pod)
-        return usage
+        """CPU/memory requested by the pods bound to each node (cached)."""
+        if self._usage is None:
+            usage: dict[str, dict[str, Quantity]] = {}
+            for pod in self._cache.of(Pod).values():
+                assert isinstance(pod, Pod)
+                if pod.spec.node_name and _runs(pod):
+                    add_requests(usage.setdefault(pod.spec.node_name, {}), pod)
+            self._usage = usage
+        return self._usage
 
     # --- one cycle --------------------------------------------------------------------
 
@@ -311,23 +341,16 @@ class Scheduler:
         if not isinstance(template, ResourceClaimTemplate):
             raise Unschedulable(f'resource claim template "{template_name}" not found')
         pod_entry = next(e for e in pod.spec.resource_claims if e.name == entry)
-        claim = self.store.create(generated_claim(pod, pod_entry, template))
-        pod = self.store.update_status(with_claim_status(pod, entry, claim.name))
+        claim = self._mine(self.store.create(generated_claim(pod, pod_entry, template)))
+        pod = self._mine(self.store.update_status(with_claim_status(pod, entry, claim.name)))
         self._cache.of(ResourceClaim)[(claim.namespace, claim.name)] = claim
         self._cache.of(Pod)[pod_key(pod)] = pod
         return claim, pod
 
     def _place(self, pod: Pod, claims: list[ResourceClaim]) -> Candidate:
         reasons: dict[str, int] = {}
-        usage = self.node_usage()
         nodes = {n.name: n for n in self.nodes()}
-        fitting = []
-        for node in nodes.values():
-            fit = filter_node(pod, node, usage.get(node.name, {}))
-            if fit.fits:
-                fitting.append(node.name)
-            else:
-                reasons[fit.reason] = reasons.get(fit.reason, 0) + 1
+        fitting = self._fitting_nodes(pod, nodes, reasons)
         for claim in claims:
             reserved = claim.status.reserved_for if claim.status else ()
             if len(reserved) >= MAX_RESERVED_FOR and all(
@@ -338,8 +361,18 @@ class Scheduler:
                 )
         view = self.view()
         found: list[Candidate] = []
+        signature = _claims_signature(pod, claims)
         for name in self.policy.rank_nodes(view, fitting):
-            found += self._candidates_on(pod, claims, nodes[name], reasons)
+            key = (signature, name)
+            if self._infeasible.get(key) == self._node_version.get(name, 0):
+                reasons["cannot allocate all claims"] = (
+                    reasons.get("cannot allocate all claims", 0) + 1
+                )
+                continue
+            here = self._candidates_on(pod, claims, nodes[name], reasons)
+            if not here:
+                self._infeasible[key] = self._node_version.get(name, 0)
+            found += here
             if len(found) >= self.policy.candidates:
                 break
         if not found:
@@ -350,6 +383,40 @@ class Scheduler:
                 else f"0/{len(nodes)} nodes are available."
             )
         return max(found, key=lambda c: self.policy.score(view, c))  # first best wins ties
+
+    def _fitting_nodes(
+        self, pod: Pod, nodes: dict[str, Node], reasons: dict[str, int]
+    ) -> list[str]:
+        """Nodes that pass the non-DRA filters; the request-independent part is cached per
+        pod shape (selectors, affinity, tolerations) until nodes change."""
+        shape = msgspec.json.encode(
+            [pod.spec.node_name, pod.spec.node_selector, pod.spec.affinity, pod.spec.tolerations]
+        )
+        needs = pod_requests(pod)
+        static = self._static_fits.get(shape)
+        if static is None or not all(n in nodes for n in static):
+            bare = msgspec.structs.replace(
+                pod, spec=msgspec.structs.replace(pod.spec, containers=(), init_containers=())
+            )
+            static = []
+            for node in nodes.values():
+                fit = filter_node(bare, node, {})
+                if fit.fits:
+                    static.append(node.name)
+            self._static_fits[shape] = static
+        excluded = len(nodes) - len(static)
+        if excluded:
+            reasons["node(s) didn't match Pod's node affinity/selector or taints"] = excluded
+        if not any(q.sign() > 0 for k, q in needs.items() if k in ("cpu", "memory")):
+            return static
+        usage, fitting = self.node_usage(), []
+        for name in static:
+            fit = filter_node(pod, nodes[name], usage.get(name, {}))
+            if fit.fits:
+                fitting.append(name)
+            else:
+                reasons[fit.reason] = reasons.get(fit.reason, 0) + 1
+        return fitting
 
     def _candidates_on(
         self, pod: Pod, claims: list[ResourceClaim], node: Node, reasons: dict[str, int]
@@ -394,14 +461,16 @@ class Scheduler:
                 meta = msgspec.structs.replace(
                     claim.metadata, finalizers=(*claim.metadata.finalizers, FINALIZER)
                 )
-                claim = self.store.update(msgspec.structs.replace(claim, metadata=meta))
+                claim = self._mine(self.store.update(msgspec.structs.replace(claim, metadata=meta)))
             new_allocation = status.allocation is None
             status = msgspec.structs.replace(
                 status,
                 allocation=status.allocation or result,
                 reserved_for=(*status.reserved_for, consumer),
             )
-            claim = self.store.update_status(msgspec.structs.replace(claim, status=status))
+            claim = self._mine(
+                self.store.update_status(msgspec.structs.replace(claim, status=status))
+            )
             self._cache.of(ResourceClaim)[(claim.namespace, claim.name)] = claim
             if new_allocation:
                 self._reserve(result)
@@ -409,17 +478,28 @@ class Scheduler:
     def _reserve(self, result: AllocationResult) -> None:
         if self._allocated is not None:
             self._allocated.reserve(result)
-        if self._view is not None:
-            self._view.reserve(refs_of([result]))
+        refs = refs_of([result])
+        view = self.view()
+        view.reserve(refs)
+        for ref in refs:
+            placement = view.placement.get(ref)
+            if placement is None:  # not node-local: every node's outcome may change
+                self._infeasible.clear()
+            else:
+                self._node_version[placement.node] = self._node_version.get(placement.node, 0) + 1
 
     def _bind(self, pod: Pod, node: str) -> None:
         current = self.store.get(Pod, pod.name, pod.namespace)
-        bound = self.store.update(
-            msgspec.structs.replace(
-                current, spec=msgspec.structs.replace(current.spec, node_name=node)
+        bound = self._mine(
+            self.store.update(
+                msgspec.structs.replace(
+                    current, spec=msgspec.structs.replace(current.spec, node_name=node)
+                )
             )
         )
-        self.store.update_status(_with_condition(bound, "True", "", ""))
+        bound = self._mine(self.store.update_status(_with_condition(bound, "True", "", "")))
+        if self._usage is not None:
+            add_requests(self._usage.setdefault(node, {}), bound)
 
     def _unschedulable(self, pod: Pod, message: str) -> Outcome:
         self.queue.unschedulable(pod)
@@ -480,6 +560,15 @@ class Scheduler:
                 self.store.delete(ResourceClaim, cleared.name, cleared.namespace)
         except (Conflict, NotFound):
             pass  # someone else changed it: the next cycle sees the new state
+
+
+def _claims_signature(pod: Pod, claims: Sequence[ResourceClaim]) -> bytes:
+    """What makes the allocator's answer for a node: the claims' specs and allocations and
+    the namespace (admin access depends on its labels)."""
+    return msgspec.json.encode(
+        [pod.namespace, [(c.spec, c.status.allocation if c.status else None) for c in claims]],
+        enc_hook=str,
+    )
 
 
 def _is_allocated(claim: ResourceClaim) -> bool:

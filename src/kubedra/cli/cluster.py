@@ -1,0 +1,86 @@
+"""`kubedra cluster create | reset | profiles`: a simulated cluster from catalog profiles."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import yaml
+
+from kubedra.catalog import PROFILES, profile
+from kubedra.cli.context import Settings, fails_cleanly
+from kubedra.cli.output import table
+from kubedra.cluster import SqliteStore
+
+
+@click.group()
+def cluster() -> None:
+    """Create or reset a simulated cluster on the embedded store."""
+
+
+def create_nodes(store: SqliteStore, counts: list[tuple[str, int]]) -> list[str]:
+    """Nodes `<profile>-<i>` with their slices published by the simulated drivers."""
+    from kubedra.driver.simulated import publish_profile
+
+    names = []
+    for name, count in counts:
+        prof = profile(name)
+        for i in range(count):
+            node = f"{prof.name}-{i}"
+            publish_profile(store, prof, node)
+            names.append(node)
+    return names
+
+
+def _parse_counts(values: tuple[str, ...]) -> list[tuple[str, int]]:
+    out = []
+    for value in values:
+        name, _, count = value.partition("=")
+        if not count.isdigit() or int(count) < 1:
+            raise click.BadParameter(f"{value!r}: expected PROFILE=COUNT, e.g. h100x8=2")
+        profile(name)  # KeyError lists the known names
+        out.append((name, int(count)))
+    return out
+
+
+@cluster.command("create")
+@click.option("--node-profile", "node_profiles", multiple=True, metavar="PROFILE=COUNT")
+@click.option(
+    "--from",
+    "from_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="YAML: {nodes: [{profile: h100x8, count: 2}, ...]}",
+)
+@click.pass_obj
+@fails_cleanly
+def create(settings: Settings, node_profiles: tuple[str, ...], from_file: str | None) -> None:
+    """Make Nodes and publish their ResourceSlices through the simulated drivers."""
+    counts = _parse_counts(node_profiles)
+    if from_file:
+        spec = yaml.safe_load(Path(from_file).read_text()) or {}
+        counts += _parse_counts(
+            tuple(f"{n['profile']}={n.get('count', 1)}" for n in spec.get("nodes", []))
+        )
+    if not counts:
+        raise click.UsageError("give --node-profile PROFILE=COUNT or --from FILE")
+    names = create_nodes(settings.open_store(), counts)
+    click.echo(f"cluster: {len(names)} node(s) created: {', '.join(names)}")
+
+
+@cluster.command("reset")
+@click.pass_obj
+@fails_cleanly
+def reset(settings: Settings) -> None:
+    """Delete the store (every object)."""
+    path = Path(settings.store)
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    click.echo(f"cluster: store {path} reset")
+
+
+@cluster.command("profiles")
+def profiles() -> None:
+    """List the hardware profiles `cluster create` knows."""
+    rows = [[p.name, p.description, str(p.gpu_count or ""), p.source] for p in PROFILES.values()]
+    sys.stdout.write(table(["PROFILE", "DESCRIPTION", "DEVICES", "SOURCE"], rows))
