@@ -201,3 +201,25 @@ def test_fragmentation_avoids_breaking_a_whole_node(store: SqliteStore) -> None:
     gpu_pod(store, "big", template="eight")
     (big,) = scheduler.run_once()
     assert big.node == "n2"
+
+
+def test_extended_resource_is_served_through_a_dra_claim(store: SqliteStore) -> None:
+    gpu_node(store, "n1", gpus=2)
+    store.create(decode_object({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "legacy"},
+        "spec": {"extendedResourceName": "nvidia.com/gpu", "selectors": [
+            {"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]}}).obj)
+    store.create(decode_object({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cuda", "namespace": "default"},
+        "spec": {"containers": [{"name": "job", "resources": {"limits": {"nvidia.com/gpu": 2}}}]}}).obj)
+    (outcome,) = Scheduler(store).run_once()
+    assert outcome.node == "n1" and len(outcome.devices) == 2
+    status = store.get(Pod, "cuda").status
+    assert status is not None and status.extended_resource_claim_status is not None
+    recorded = status.extended_resource_claim_status
+    assert [(m.container_name, m.resource_name, m.request_name) for m in recorded.request_mappings] == [
+        ("job", "nvidia.com/gpu", "container-0-request-0")]
+    claim = store.get(ResourceClaim, recorded.resource_claim_name)
+    assert claim.metadata.annotations == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    assert claim.name.startswith("cuda-extended-resources-")
+    assert devices_of(store, claim.name) == ["n1/gpu-0", "n1/gpu-1"]

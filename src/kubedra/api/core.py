@@ -119,10 +119,26 @@ class PodResourceClaimStatus(Model):
     resource_claim_name: str | None = None
 
 
+class ContainerExtendedResourceRequest(Model):
+    """Which request of the extended-resource claim serves a container's resource."""
+
+    container_name: str
+    resource_name: str
+    request_name: str
+
+
+class PodExtendedResourceClaimStatus(Model):
+    """The claim the scheduler made for the pod's DRA-backed extended resources."""
+
+    request_mappings: tuple[ContainerExtendedResourceRequest, ...] = ()
+    resource_claim_name: str = ""
+
+
 class PodStatus(Model):
     phase: str | None = None
     conditions: tuple[PodCondition, ...] = ()
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
 
 class Pod(KubeObject):

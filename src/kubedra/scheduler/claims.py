@@ -8,11 +8,28 @@ pod's `status.resourceClaimStatuses` recording the generated name.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import msgspec
 
-from kubedra.api.core import Pod, PodResourceClaim, PodResourceClaimStatus, PodStatus
+from kubedra.api.core import (
+    ContainerExtendedResourceRequest,
+    Pod,
+    PodExtendedResourceClaimStatus,
+    PodResourceClaim,
+    PodResourceClaimStatus,
+    PodStatus,
+)
 from kubedra.api.meta import ObjectMeta, OwnerReference
-from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
+from kubedra.api.resource import (
+    DeviceClaim,
+    DeviceClass,
+    DeviceRequest,
+    ExactDeviceRequest,
+    ResourceClaim,
+    ResourceClaimSpec,
+    ResourceClaimTemplate,
+)
 
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 # generateName keeps 5 characters for the random suffix within a 63-character name.
@@ -69,4 +86,85 @@ def with_claim_status(pod: Pod, entry: str, claim_name: str) -> Pod:
     entries = (*kept, PodResourceClaimStatus(name=entry, resource_claim_name=claim_name))
     return msgspec.structs.replace(
         pod, status=msgspec.structs.replace(status, resource_claim_statuses=entries)
+    )
+
+
+EXTENDED_RESOURCE_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+IMPLICIT_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def extended_resource_classes(classes: Iterable[DeviceClass]) -> dict[str, str]:
+    """Extended resource name -> the class that serves it (KEP-5004): each class serves its
+    `extendedResourceName` and `deviceclass.resource.kubernetes.io/<name>`; when several
+    claim one name the most recently created wins, then the lexicographically first."""
+    ranked = sorted(classes, key=lambda c: (c.metadata.creation_timestamp or "", c.name))
+    ranked.sort(key=lambda c: c.metadata.creation_timestamp or "", reverse=True)
+    out: dict[str, str] = {}
+    for dc in ranked:
+        for name in (dc.spec.extended_resource_name, IMPLICIT_CLASS_PREFIX + dc.name):
+            if name and name not in out:
+                out[name] = dc.name
+    return out
+
+
+def _extended_requests(pod: Pod, served: dict[str, str]) -> list[tuple[str, str, str, int]]:
+    """(request name, container, resource, count) per DRA-served extended resource, with
+    upstream's request names `container-<i>-request-<j>`."""
+    out = []
+    for ci, container in enumerate(pod.spec.containers):
+        res = container.resources
+        wanted = {**(res.limits if res else {}), **(res.requests if res else {})}
+        for ri, (name, quantity) in enumerate(sorted(wanted.items())):
+            if name in served and quantity.value() > 0:
+                out.append((f"container-{ci}-request-{ri}", container.name, name, quantity.value()))
+    return out
+
+
+def extended_resource_claim(pod: Pod, served: dict[str, str]) -> ResourceClaim | None:
+    """The claim the scheduler generates for the pod's DRA-served extended resources, or None
+    if the pod asks for none (kept as upstream: owned by the pod, annotated)."""
+    wanted = _extended_requests(pod, served)
+    if not wanted:
+        return None
+    requests = tuple(
+        DeviceRequest(
+            name=request,
+            exactly=ExactDeviceRequest(device_class_name=served[resource], count=count),
+        )
+        for request, _, resource, count in wanted
+    )
+    owner = OwnerReference(
+        api_version="v1",
+        kind="Pod",
+        name=pod.name,
+        uid=pod.metadata.uid or "",
+        controller=True,
+        block_owner_deletion=True,
+    )
+    meta = ObjectMeta(
+        generate_name=f"{pod.name}-extended-resources-"[:_MAX_PREFIX],
+        namespace=pod.namespace,
+        annotations={EXTENDED_RESOURCE_ANNOTATION: "true"},
+        owner_references=(owner,),
+    )
+    return ResourceClaim(
+        api_version="resource.k8s.io/v1",
+        kind="ResourceClaim",
+        metadata=meta,
+        spec=ResourceClaimSpec(devices=DeviceClaim(requests=requests)),
+    )
+
+
+def with_extended_claim(pod: Pod, claim: ResourceClaim, served: dict[str, str]) -> Pod:
+    """The pod with `status.extendedResourceClaimStatus` naming its generated claim."""
+    mappings = tuple(
+        ContainerExtendedResourceRequest(container_name=c, resource_name=r, request_name=q)
+        for q, c, r, _ in _extended_requests(pod, served)
+    )
+    status = pod.status or PodStatus()
+    recorded = PodExtendedResourceClaimStatus(
+        request_mappings=mappings, resource_claim_name=claim.name
+    )
+    return msgspec.structs.replace(
+        pod, status=msgspec.structs.replace(status, extended_resource_claim_status=recorded)
     )

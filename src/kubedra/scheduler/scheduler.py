@@ -46,10 +46,13 @@ from kubedra.cluster.sqlite import SqliteStore, now_rfc3339
 from kubedra.cluster.store import T
 from kubedra.errors import Conflict, NotFound
 from kubedra.scheduler.claims import (
+    extended_resource_claim,
+    extended_resource_classes,
     generated_claim,
     is_owned_by,
     recorded_claim_name,
     with_claim_status,
+    with_extended_claim,
 )
 from kubedra.scheduler.nodes import add_requests, filter_node, pod_requests
 from kubedra.scheduler.policies import Candidate, Policy, make_policy
@@ -334,7 +337,27 @@ class Scheduler:
             if entry.resource_claim_template_name and not is_owned_by(found, pod):
                 raise Unschedulable(f'resource claim "{name}" was not created for this pod')
             claims.append(found)
-        return claims
+        extended = self._extended_claim(pod)
+        return claims + ([extended] if extended is not None else [])
+
+    def _extended_claim(self, pod: Pod) -> ResourceClaim | None:
+        """The claim for extended resources served by DRA classes (created on first need)."""
+        served = extended_resource_classes(self.classes().values())
+        if not served:
+            return None
+        recorded = pod.status.extended_resource_claim_status if pod.status else None
+        if recorded is not None:
+            found = self._cache.of(ResourceClaim).get((pod.namespace, recorded.resource_claim_name))
+            if isinstance(found, ResourceClaim):
+                return found
+        claim = extended_resource_claim(pod, served)
+        if claim is None:
+            return None
+        claim = self._mine(self.store.create(claim))
+        pod = self._mine(self.store.update_status(with_extended_claim(pod, claim, served)))
+        self._cache.of(ResourceClaim)[(claim.namespace, claim.name)] = claim
+        self._cache.of(Pod)[pod_key(pod)] = pod
+        return claim
 
     def _generate(self, pod: Pod, entry: str, template_name: str) -> tuple[ResourceClaim, Pod]:
         template = self._cache.of(ResourceClaimTemplate).get((pod.namespace, template_name))
