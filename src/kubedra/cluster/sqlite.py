@@ -61,6 +61,7 @@ class SqliteStore:
         self.poll_interval = poll_interval
         self._lock = threading.RLock()
         self._depth = 0
+        self._rv_in_tx: int | None = None  # last resourceVersion taken in this transaction
         self._db = sqlite3.connect(
             self.path, timeout=60, isolation_level=None, check_same_thread=False
         )
@@ -188,7 +189,8 @@ class SqliteStore:
                 if stored.metadata.deletion_timestamp:
                     return stored
                 meta = msgspec.structs.replace(stored.metadata, deletion_timestamp=now_rfc3339())
-                return self._put(msgspec.structs.replace(stored, metadata=meta), EventType.MODIFIED)
+                marked = msgspec.structs.replace(stored, metadata=meta)
+                return self._put(marked, EventType.MODIFIED, stored)
             self._remove(stored)
             return stored
 
@@ -208,10 +210,11 @@ class SqliteStore:
             if merged.metadata.deletion_timestamp and not merged.metadata.finalizers:
                 self._remove(merged)
                 return merged
-            return self._put(merged, EventType.MODIFIED)
+            return self._put(merged, EventType.MODIFIED, stored)
 
-    def _put(self, obj: T, event: EventType) -> T:
-        """Write the object at the next resourceVersion and log the change."""
+    def _put(self, obj: T, event: EventType, previous: KubeObject | None = None) -> T:
+        """Write the object at the next resourceVersion and log the change (3 statements
+        for a plain write: the change, the object, its owners only when there are any)."""
         rv = self._next_rv()
         obj = msgspec.structs.replace(
             with_type_meta(obj),
@@ -219,12 +222,15 @@ class SqliteStore:
         )
         data = msgspec.json.encode(to_dict(obj))
         spec = getattr(obj, "spec", None)
+        key = (obj.KIND, obj.metadata.namespace or "", obj.metadata.name or "")
+        self._db.execute(
+            "INSERT INTO changes (rv, type, kind, data) VALUES (?,?,?,?)",
+            (rv, event.value, obj.KIND, data),
+        )
         self._db.execute(
             "INSERT OR REPLACE INTO objects VALUES (?,?,?,?,?,?,?,?)",
             (
-                obj.KIND,
-                obj.metadata.namespace or "",
-                obj.metadata.name,
+                *key,
                 obj.metadata.uid,
                 rv,
                 getattr(spec, "node_name", None),
@@ -232,21 +238,13 @@ class SqliteStore:
                 data,
             ),
         )
-        self._db.execute(
-            "DELETE FROM owners WHERE kind=? AND namespace=? AND name=?",
-            (obj.KIND, obj.metadata.namespace or "", obj.metadata.name),
-        )
-        self._db.executemany(
-            "INSERT INTO owners VALUES (?,?,?,?)",
-            [
-                (ref.uid, obj.KIND, obj.metadata.namespace or "", obj.metadata.name)
-                for ref in obj.metadata.owner_references
-            ],
-        )
-        self._db.execute(
-            "UPDATE changes SET type=?, kind=?, data=? WHERE rv=?",
-            (event.value, obj.KIND, data, rv),
-        )
+        owners = [ref.uid for ref in obj.metadata.owner_references]
+        before = [ref.uid for ref in previous.metadata.owner_references] if previous else []
+        if owners != before:
+            self._db.execute("DELETE FROM owners WHERE kind=? AND namespace=? AND name=?", key)
+            self._db.executemany(
+                "INSERT INTO owners VALUES (?,?,?,?)", [(uid, *key) for uid in owners]
+            )
         return obj
 
     def _remove(self, obj: KubeObject) -> None:
@@ -255,8 +253,8 @@ class SqliteStore:
         self._db.execute("DELETE FROM objects WHERE kind=? AND namespace=? AND name=?", key)
         self._db.execute("DELETE FROM owners WHERE kind=? AND namespace=? AND name=?", key)
         self._db.execute(
-            "UPDATE changes SET type=?, kind=?, data=? WHERE rv=?",
-            (EventType.DELETED.value, obj.KIND, msgspec.json.encode(to_dict(obj)), rv),
+            "INSERT INTO changes (rv, type, kind, data) VALUES (?,?,?,?)",
+            (rv, EventType.DELETED.value, obj.KIND, msgspec.json.encode(to_dict(obj))),
         )
         # Background cascade of upstream's garbage collector: dependents go with their owner.
         owned = self._db.execute(
@@ -268,8 +266,13 @@ class SqliteStore:
                 self._remove(_decode(BY_KIND[kind], row))
 
     def _next_rv(self) -> int:
-        cursor = self._db.execute("INSERT INTO changes (type, kind, data) VALUES ('', '', x'')")
-        return int(cursor.lastrowid or 0)
+        """The next resourceVersion. Only called inside a write transaction, which holds
+        SQLite's write lock: no other process can take the same number."""
+        if self._rv_in_tx is None:
+            row = self._db.execute("SELECT COALESCE(MAX(rv), 0) FROM changes").fetchone()
+            self._rv_in_tx = int(row[0])
+        self._rv_in_tx += 1
+        return self._rv_in_tx
 
     def _row(self, kind: str, namespace: str, name: str) -> bytes | None:
         row = self._db.execute(
@@ -322,6 +325,7 @@ class SqliteStore:
                 raise
             finally:
                 self._depth = 0
+                self._rv_in_tx = None
             self._db.execute("COMMIT")
 
 

@@ -117,12 +117,17 @@ class Scheduler:
         self._loaded = False
         self._own: set[int] = set()  # resourceVersions this scheduler wrote itself
         self._usage: dict[str, dict[str, Quantity]] | None = None
+        self._nodes: list[Node] | None = None
+        self._nodes_by_name: dict[str, Node] = {}
         self._classes: dict[str, DeviceClass] | None = None
         self._static_fits: dict[bytes, list[str]] = {}
-        # (claims signature, node) -> node state version at which allocation failed there:
-        # the same claims on an unchanged node fail again, so the node is skipped.
-        self._infeasible: dict[tuple[bytes, str], int] = {}
-        self._node_version: dict[str, int] = {}
+        # Claims signature -> nodes where those claims did not fit. Reserving devices only
+        # removes options, so such a node stays infeasible until something is freed or
+        # changed by someone else (then the memo is cleared).
+        self._infeasible: dict[bytes, set[str]] = {}
+        # Claims signature -> how many leading nodes of the (stable) ranked list are known
+        # infeasible: first-fit resumes there instead of rescanning full nodes.
+        self._cursor: dict[bytes, int] = {}
 
     # --- public -----------------------------------------------------------------------
 
@@ -217,16 +222,16 @@ class Scheduler:
     def _note_change(self, obj: KubeObject, deleted: bool) -> bool:
         """Update derived state for one changed object; True if pending pods may now fit."""
         if isinstance(obj, (ResourceSlice, DeviceTaintRule, Node)):
-            self._inventory = self._view = None
+            self._inventory = self._view = self._nodes = None
             self._static_fits.clear()
-            self._infeasible.clear()
+            self._forget_infeasible()
         if isinstance(obj, ResourceClaim):
             self._allocated = None
             self._view = None
-            self._infeasible.clear()
+            self._forget_infeasible()
         if isinstance(obj, DeviceClass):
             self._classes = None
-            self._infeasible.clear()
+            self._forget_infeasible()
         if isinstance(obj, Pod):
             self._usage = None
             if not deleted and self._is_pending(obj):
@@ -238,9 +243,13 @@ class Scheduler:
 
     def _invalidate(self) -> None:
         self._inventory = self._view = self._allocated = None
-        self._usage = self._classes = None
+        self._usage = self._classes = self._nodes = None
         self._static_fits.clear()
+        self._forget_infeasible()
+
+    def _forget_infeasible(self) -> None:
         self._infeasible.clear()
+        self._cursor.clear()
 
     def _mine(self, obj: T) -> T:
         """Note a write of this scheduler, so refresh does not treat it as news."""
@@ -259,8 +268,12 @@ class Scheduler:
     # --- derived state ----------------------------------------------------------------
 
     def nodes(self) -> list[Node]:
-        nodes = [n for n in self._cache.of(Node).values() if isinstance(n, Node)]
-        return sorted(nodes, key=lambda n: n.name)
+        """All nodes in name order (cached until a node changes)."""
+        if self._nodes is None:
+            nodes = [n for n in self._cache.of(Node).values() if isinstance(n, Node)]
+            self._nodes = sorted(nodes, key=lambda n: n.name)
+            self._nodes_by_name = {n.name: n for n in self._nodes}
+        return self._nodes
 
     def inventory(self) -> Inventory:
         if self._inventory is None:
@@ -372,7 +385,8 @@ class Scheduler:
 
     def _place(self, pod: Pod, claims: list[ResourceClaim]) -> Candidate:
         reasons: dict[str, int] = {}
-        nodes = {n.name: n for n in self.nodes()}
+        self.nodes()
+        nodes = self._nodes_by_name
         fitting = self._fitting_nodes(pod, nodes, reasons)
         for claim in claims:
             reserved = claim.status.reserved_for if claim.status else ()
@@ -385,16 +399,24 @@ class Scheduler:
         view = self.view()
         found: list[Candidate] = []
         signature = _claims_signature(pod, claims)
-        for name in self.policy.rank_nodes(view, fitting):
-            key = (signature, name)
-            if self._infeasible.get(key) == self._node_version.get(name, 0):
+        ranked = self.policy.rank_nodes(view, fitting)
+        stable = ranked is fitting  # the same list every time: resume at the cursor
+        start = self._cursor.get(signature, 0) if stable else 0
+        infeasible = self._infeasible.setdefault(signature, set())
+        if start:
+            reasons["cannot allocate all claims"] = start
+        for index in range(start, len(ranked)):
+            name = ranked[index]
+            if name in infeasible:
                 reasons["cannot allocate all claims"] = (
                     reasons.get("cannot allocate all claims", 0) + 1
                 )
                 continue
             here = self._candidates_on(pod, claims, nodes[name], reasons)
             if not here:
-                self._infeasible[key] = self._node_version.get(name, 0)
+                infeasible.add(name)
+                if stable and index == self._cursor.get(signature, 0):
+                    self._cursor[signature] = index + 1
             found += here
             if len(found) >= self.policy.candidates:
                 break
@@ -417,7 +439,7 @@ class Scheduler:
         )
         needs = pod_requests(pod)
         static = self._static_fits.get(shape)
-        if static is None or not all(n in nodes for n in static):
+        if static is None:
             bare = msgspec.structs.replace(
                 pod, spec=msgspec.structs.replace(pod.spec, containers=(), init_containers=())
             )
@@ -501,15 +523,7 @@ class Scheduler:
     def _reserve(self, result: AllocationResult) -> None:
         if self._allocated is not None:
             self._allocated.reserve(result)
-        refs = refs_of([result])
-        view = self.view()
-        view.reserve(refs)
-        for ref in refs:
-            placement = view.placement.get(ref)
-            if placement is None:  # not node-local: every node's outcome may change
-                self._infeasible.clear()
-            else:
-                self._node_version[placement.node] = self._node_version.get(placement.node, 0) + 1
+        self.view().reserve(refs_of([result]))
 
     def _bind(self, pod: Pod, node: str) -> None:
         current = self.store.get(Pod, pod.name, pod.namespace)
