@@ -21,15 +21,18 @@ def cluster() -> None:
 
 def create_nodes(store: SqliteStore, counts: list[tuple[str, int]]) -> list[str]:
     """Nodes `<profile>-<i>` with their slices published by the simulated drivers."""
-    from kubedra.driver.simulated import publish_profile
+    from kubedra.driver.publisher import publish
 
     names = []
-    for name, count in counts:
-        prof = profile(name)
-        for i in range(count):
-            node = f"{prof.name}-{i}"
-            publish_profile(store, prof, node)
-            names.append(node)
+    with store.transaction():
+        for name, count in counts:
+            prof = profile(name)
+            for i in range(count):
+                node = f"{prof.name}-{i}"
+                store.create(prof.node(node))
+                for inventory in prof.inventories(node):
+                    publish(store, inventory, node)
+                names.append(node)
     return names
 
 

@@ -89,13 +89,21 @@ def _apply_seed(out: TextIO, store: SqliteStore, seed_dir: Path, strict: bool) -
     )
     for p in problems:
         where = f"{Path(p.file).name}:{p.line}"
-        text = p.message if len(p.message) < 150 else p.message[:147] + "..."
+        text = _short(p.message)
         out.write(f"  {where} {p.ref.kind} {p.ref.name}: {p.path}: {text}\n")
     if any(p.is_error for p in problems):
         return True
     for loaded in result.objects:
         store.create(loaded.obj)
     return False
+
+
+def _short(message: str) -> str:
+    """One readable line: the rewrite of a portability warning, else the first clause."""
+    if "Portable form: " in message:
+        rewrite = message.split("Portable form: ", 1)[1].split(" (drivers publishing", 1)[0]
+        return f"not portable (upstream fails it); portable form: {rewrite}"
+    return message if len(message) < 140 else message.split(":", 1)[0] + " (see kubedra lint)"
 
 
 def _pod(store: SqliteStore, name: str) -> Pod:
@@ -146,10 +154,9 @@ def _device_plugin(out: TextIO, store: SqliteStore) -> None:
             fits.append(f"{node.name} ({product}, {memory} MiB)")
     too_small = [f for f in fits if _mib(f) <= 40 * 1024]
     out.write(f"\ndevice plugin, same pod with nvidia.com/gpu: 1 -> any of {len(fits)} nodes:\n")
+    rejected = "   <- not more than 40Gi: the seed class rejects it"
     for f in fits:
-        out.write(
-            f"  {f}{'   <- under 40Gi: vLLM would not fit in memory' if f in too_small else ''}\n"
-        )
+        out.write(f"  {f}{rejected if f in too_small else ''}\n")
 
 
 def _mib(text: str) -> int:

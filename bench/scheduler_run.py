@@ -1,0 +1,142 @@
+"""One end-to-end scheduling run, in its own process (so peak RSS is this run's alone).
+
+    python -m bench.scheduler_run NODES PODS POLICY   -> one JSON line of measurements
+
+Nodes are 8-GPU catalog profiles (H100, H200, A100-80GB, B200 in turn, each with its RDMA
+NICs) whose slices the simulated driver would publish; every pod asks for one device of the
+seed's class through a ResourceClaimTemplate, so each pod also creates its claim.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kubedra.api.codec import decode_object
+from kubedra.api.loader import load
+from kubedra.catalog import profile
+from kubedra.cel.selector import CompiledSelector
+from kubedra.cluster import SqliteStore
+from kubedra.scheduler import scheduler as scheduler_module
+from kubedra.scheduler.scheduler import Scheduler
+
+PROFILES = ("h100x8", "h200x8", "a100-80x8", "b200x8")
+SEED_CLASS = (
+    Path(__file__).resolve().parents[1] / "examples/seed/01-deviceclass-high-memory-gpu.yaml"
+)
+TEMPLATE = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaimTemplate",
+    "metadata": {"name": "one-gpu", "namespace": "default"},
+    "spec": {
+        "spec": {
+            "devices": {
+                "requests": [{"name": "gpu", "exactly": {"deviceClassName": "high-memory-gpu"}}]
+            }
+        }
+    },
+}
+
+
+def populate(store: SqliteStore, nodes: int, pods: int) -> None:
+    from kubedra.driver.publisher import publish
+
+    with store.transaction():
+        for i in range(nodes):
+            prof, name = profile(PROFILES[i % len(PROFILES)]), f"node-{i:05d}"
+            store.create(prof.node(name))
+            for inventory in prof.inventories(name):
+                publish(store, inventory, name)
+        for loaded in load([str(SEED_CLASS)]):
+            store.create(loaded.obj)
+        store.create(decode_object(TEMPLATE).obj)
+        for i in range(pods):
+            store.create(
+                decode_object(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "metadata": {"name": f"pod-{i:06d}", "namespace": "default"},
+                        "spec": {
+                            "resourceClaims": [
+                                {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
+                            ],
+                            "containers": [
+                                {"name": "vllm", "resources": {"claims": [{"name": "gpu"}]}}
+                            ],
+                        },
+                    }
+                ).obj
+            )
+
+
+class Timers:
+    """Wall time spent inside selected functions (re-entrant calls counted once)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._depth: dict[str, int] = {}
+
+    def wrap(self, owner: Any, attr: str, label: str) -> None:
+        original: Callable[..., Any] = getattr(owner, attr)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            depth = self._depth.get(label, 0)
+            self._depth[label] = depth + 1
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self._depth[label] = depth
+                if depth == 0:
+                    self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - start
+
+        setattr(owner, attr, timed)
+
+
+def main(nodes: int, pods: int, policy: str) -> dict[str, Any]:
+    store = SqliteStore(Path(tempfile.mkdtemp()) / "state.db")
+    populate(store, nodes, pods)
+    timers = Timers()
+    for method in ("get", "list", "create", "update", "update_status", "changes", "transaction"):
+        timers.wrap(SqliteStore, method, "store")
+    timers.wrap(scheduler_module, "allocate", "allocator")
+    timers.wrap(CompiledSelector, "evaluate", "cel")
+    latencies: list[float] = []
+    original = Scheduler.schedule
+
+    def schedule(self: Scheduler, pod: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return original(self, pod)
+        finally:
+            latencies.append(time.perf_counter() - start)
+
+    Scheduler.schedule = schedule  # type: ignore[method-assign]
+    sched = Scheduler(store, policy)
+    start = time.perf_counter()
+    outcomes = sched.run_once()
+    total = time.perf_counter() - start
+    latencies.sort()
+    return {
+        "nodes": nodes,
+        "pods": pods,
+        "policy": policy,
+        "placed": sum(1 for o in outcomes if o.node),
+        "seconds": total,
+        "pods_per_s": len(outcomes) / total,
+        "p50_ms": latencies[len(latencies) // 2] * 1e3,
+        "p99_ms": latencies[int(len(latencies) * 0.99)] * 1e3,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "split": {k: v / total for k, v in timers.seconds.items()},
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])))
