@@ -9,6 +9,7 @@ import click
 from kubedra import __version__
 from kubedra.cli.cluster import cluster
 from kubedra.cli.context import Settings
+from kubedra.cli.driver import driver
 from kubedra.cli.lint import run_lint
 from kubedra.cli.resources import apply, delete, describe, get
 from kubedra.cli.scheduling import allocate_command, devices, explain, schedule
@@ -60,6 +61,7 @@ for command in (
     devices,
     allocate_command,
     cluster,
+    driver,
 ):
     cli.add_command(command)
 

@@ -1,0 +1,123 @@
+"""`kubedra driver run | cleanup`: the node agent (ResourceSlices + kubelet DRA plugin)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any, TypeVar
+
+import click
+
+from kubedra.cli.context import Settings, fails_cleanly
+
+DIRS = [
+    click.option(
+        "--plugin-root",
+        default="/var/lib/kubelet",
+        show_default=True,
+        help="The kubelet's root (plugins/ and plugins_registry/ below it).",
+    ),
+    click.option(
+        "--plugin-dir", type=click.Path(path_type=Path), help="Override <root>/plugins/<driver>."
+    ),
+    click.option(
+        "--registry-dir", type=click.Path(path_type=Path), help="Override <root>/plugins_registry."
+    ),
+    click.option("--cdi-dir", type=click.Path(path_type=Path), help="Where CDI specs are written."),
+]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _with_dirs(fn: F) -> F:
+    """The kubelet-directory options both subcommands take."""
+    for option in reversed(DIRS):
+        fn = option(fn)
+    return fn
+
+
+@click.group()
+def driver() -> None:
+    """Run or uninstall a DRA driver on a node."""
+
+
+@driver.command("run")
+@click.option("--driver", "name", required=True, help="Driver name, e.g. gpu.nvidia.com.")
+@click.option("--node", required=True)
+@click.option("--backend", type=click.Choice(["nvml", "simulated"]), required=True)
+@click.option(
+    "--profile", help="Catalog profile for --backend simulated (kubedra cluster profiles)."
+)
+@click.option("--metrics-port", type=int, help="Serve Prometheus metrics on this port.")
+@_with_dirs
+@click.pass_obj
+@fails_cleanly
+def run(
+    settings: Settings,
+    name: str,
+    node: str,
+    backend: str,
+    profile: str | None,
+    metrics_port: int | None,
+    plugin_root: str,
+    plugin_dir: Path | None,
+    registry_dir: Path | None,
+    cdi_dir: Path | None,
+) -> None:
+    """Publish the node's devices and serve the kubelet plugin until SIGINT/SIGTERM."""
+    from kubedra.driver import DEFAULT_CDI_DIR, run_driver
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    run_driver(
+        settings.open_store(),
+        name,
+        node,
+        backend,
+        profile,
+        Path(plugin_root),
+        cdi_dir or Path(DEFAULT_CDI_DIR),
+        metrics_port,
+        stop,
+        plugin_dir=plugin_dir,
+        registry_dir=registry_dir,
+    )
+
+
+@driver.command("cleanup")
+@click.option("--driver", "name", required=True)
+@click.option("--node", required=True)
+@_with_dirs
+@click.pass_obj
+@fails_cleanly
+def cleanup_command(
+    settings: Settings,
+    name: str,
+    node: str,
+    plugin_root: str,
+    plugin_dir: Path | None,
+    registry_dir: Path | None,
+    cdi_dir: Path | None,
+) -> None:
+    """Remove the driver's slices (and its sockets, checkpoint and CDI specs) from a node."""
+    from kubedra.driver import cleanup
+
+    deleted = cleanup(
+        settings.open_store(),
+        name,
+        node,
+        Path(plugin_root),
+        cdi_dir,
+        plugin_dir=plugin_dir,
+        registry_dir=registry_dir,
+    )
+    click.echo(f"driver {name}: {deleted} slice(s) removed from node {node}")

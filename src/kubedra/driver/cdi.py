@@ -1,0 +1,192 @@
+"""CDI (Container Device Interface) specs for prepared claims, drivers.md §6 and §1.9.
+
+One transient spec file per claim in the CDI directory (`/var/run/cdi` on a node): vendor
+`k8s.<driver>`, class `claim`, file `k8s.<driver>-claim_<claimUID>.json`, one CDI device per
+allocated device named `<claimUID>-<device>`, so the fully qualified CDI id handed to the
+kubelet is `k8s.<driver>/claim=<claimUID>-<device>` (the UID keeps a runtime's CDI cache
+from ever returning a stale spec). cdiVersion 0.6.0 is the lowest that has the annotations
+used here.
+
+Container edits per driver:
+- `gpu.nvidia.com`: spec-wide `NVIDIA_VISIBLE_DEVICES=<uuids of the claim's GPUs>` and the
+  control nodes `/dev/nvidiactl`, `/dev/nvidia-uvm`, `/dev/nvidia-uvm-tools`; per GPU
+  `/dev/nvidia<minor>` (char 195:<minor>); MPS sharing adds `CUDA_MPS_PIPE_DIRECTORY`,
+  `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` / `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` and per-claim
+  host directories for the pipe and /dev/shm; the sharing choice is also an annotation.
+- `tpu.google.com`: `/dev/vfio/vfio` and `/dev/vfio/<group>` per chip, `TPU_VISIBLE_CHIPS`.
+- any other driver: `DRA_RESOURCE_DRIVER_NAME` and one `DRA_DEVICE_<NAME>=<device>` per device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubedra.api.resource import Device
+from kubedra.driver.checkpoint import atomic_write
+
+CDI_VERSION = "0.6.0"
+CDI_CLASS = "claim"
+NVIDIA_MAJOR = 195
+NVIDIACTL_MINOR = 255
+MPS_PIPE_DIR = "/tmp/nvidia-mps"
+
+
+def vendor(driver: str) -> str:
+    return f"k8s.{driver}"
+
+
+def kind(driver: str) -> str:
+    return f"{vendor(driver)}/{CDI_CLASS}"
+
+
+def spec_file_name(driver: str, claim_uid: str) -> str:
+    return f"{vendor(driver)}-{CDI_CLASS}_{claim_uid}.json"
+
+
+def qualified_name(driver: str, device_name: str) -> str:
+    return f"{kind(driver)}={device_name}"
+
+
+@dataclass
+class AllocatedDevice:
+    """One device of a claim as prepare sees it: the published device and its config."""
+
+    request: str
+    device: Device
+    sharing: dict[str, Any] = field(default_factory=dict)
+
+    def attribute(self, name: str) -> Any:
+        attr = self.device.attributes.get(name)
+        return None if attr is None else attr.value
+
+
+def _minor(dev: AllocatedDevice) -> int | None:
+    minor = dev.attribute("minor")
+    if isinstance(minor, int):
+        return minor
+    match = re.match(r"^gpu-(\d+)(?:-|$)", dev.device.name)
+    return int(match.group(1)) if match else None
+
+
+def _env_name(device_name: str) -> str:
+    return "DRA_DEVICE_" + re.sub(r"[^A-Z0-9]", "_", device_name.upper())
+
+
+def build_spec(
+    driver: str, claim_uid: str, devices: list[AllocatedDevice], host_dir: Path | None = None
+) -> tuple[dict[str, Any], list[str], list[Path]]:
+    """The CDI spec of one claim, the CDI id of each device (same order), host dirs to create."""
+    spec_edits: dict[str, Any] = {"env": [f"DRA_RESOURCE_DRIVER_NAME={driver}"]}
+    cdi_devices: list[dict[str, Any]] = []
+    annotations: dict[str, str] = {"kubedra.io/claim-uid": claim_uid}
+    host_dirs: list[Path] = []
+    ids: list[str] = []
+    if driver == "gpu.nvidia.com":
+        uuids = [u for u in (d.attribute("uuid") for d in devices) if isinstance(u, str)]
+        spec_edits["env"].append(f"NVIDIA_VISIBLE_DEVICES={','.join(uuids) or 'void'}")
+        spec_edits["deviceNodes"] = [
+            {
+                "path": "/dev/nvidiactl",
+                "type": "c",
+                "major": NVIDIA_MAJOR,
+                "minor": NVIDIACTL_MINOR,
+            },
+            {"path": "/dev/nvidia-uvm"},
+            {"path": "/dev/nvidia-uvm-tools"},
+        ]
+    elif driver == "tpu.google.com":
+        chips = [str(d.attribute("index")) for d in devices if d.attribute("index") is not None]
+        spec_edits["env"].append(f"TPU_VISIBLE_CHIPS={','.join(chips)}")
+        spec_edits["deviceNodes"] = [{"path": "/dev/vfio/vfio"}]
+    mps = [d for d in devices if d.sharing.get("strategy") == "MPS"]
+    if mps and host_dir is not None:
+        claim_dir = host_dir / "mps" / claim_uid
+        pipe, shm = claim_dir / "pipe", claim_dir / "shm"
+        host_dirs.append(claim_dir)
+        spec_edits["env"].append(f"CUDA_MPS_PIPE_DIRECTORY={MPS_PIPE_DIR}")
+        sharing = mps[0].sharing
+        if "activeThreadPercentage" in sharing:
+            pct = sharing["activeThreadPercentage"]
+            spec_edits["env"].append(f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={pct}")
+        limits = [
+            f"{i}={d.sharing['pinnedDeviceMemoryLimit']}"
+            for i, d in enumerate(mps)
+            if "pinnedDeviceMemoryLimit" in d.sharing
+        ]
+        if limits:
+            spec_edits["env"].append(f"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={','.join(limits)}")
+        spec_edits["mounts"] = [
+            {"hostPath": str(pipe), "containerPath": MPS_PIPE_DIR, "options": ["rw", "bind"]},
+            {
+                "hostPath": str(shm),
+                "containerPath": "/dev/shm",
+                "options": ["rw", "nosuid", "nodev", "bind"],
+            },
+        ]
+    for dev in devices:
+        name = f"{claim_uid}-{dev.device.name}"
+        edits: dict[str, Any] = {}
+        if driver == "gpu.nvidia.com":
+            minor = _minor(dev)
+            if minor is not None:
+                edits["deviceNodes"] = [
+                    {
+                        "path": f"/dev/nvidia{minor}",
+                        "type": "c",
+                        "major": NVIDIA_MAJOR,
+                        "minor": minor,
+                    }
+                ]
+            edits["env"] = [
+                f"NVIDIA_DRA_DEVICE_{_env_name(dev.device.name)[11:]}={dev.device.name}"
+            ]
+        elif driver == "tpu.google.com":
+            edits["deviceNodes"] = [{"path": f"/dev/vfio/{dev.device.name}"}]
+        else:
+            edits["env"] = [f"{_env_name(dev.device.name)}={dev.device.name}"]
+        entry: dict[str, Any] = {"name": name, "containerEdits": edits}
+        if dev.sharing:
+            entry["annotations"] = {
+                f"{driver}/sharing": json.dumps(dev.sharing, sort_keys=True, separators=(",", ":"))
+            }
+        cdi_devices.append(entry)
+        ids.append(qualified_name(driver, name))
+    spec = {
+        "cdiVersion": CDI_VERSION,
+        "kind": kind(driver),
+        "annotations": annotations,
+        "containerEdits": spec_edits,
+        "devices": cdi_devices,
+    }
+    return spec, ids, host_dirs
+
+
+class CdiWriter:
+    def __init__(self, cdi_dir: Path, driver: str) -> None:
+        self.cdi_dir, self.driver = cdi_dir, driver
+
+    def path(self, claim_uid: str) -> Path:
+        return self.cdi_dir / spec_file_name(self.driver, claim_uid)
+
+    def write(self, claim_uid: str, spec: dict[str, Any]) -> Path:
+        path = self.path(claim_uid)
+        atomic_write(path, (json.dumps(spec, indent=2) + "\n").encode(), mode=0o644)
+        return path
+
+    def remove(self, claim_uid: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path(claim_uid).unlink()
+
+    def remove_all(self) -> int:
+        """Every spec of this driver (uninstall)."""
+        removed = 0
+        for path in self.cdi_dir.glob(f"{vendor(self.driver)}-{CDI_CLASS}_*.json"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed += 1
+        return removed

@@ -1,0 +1,161 @@
+"""The kubelet plugin: gRPC servers on the registration socket and on dra.sock.
+
+dra.sock serves both `k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin` and `...v1beta1.DRAPlugin`
+(advertised in that order); the registration socket serves `pluginregistration.Registration`.
+The sockets are created last, once everything is ready, because the kubelet registers the
+plugin as soon as the registration socket appears; they are removed on stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from kubedra.driver.grpc_api import (
+    dra_v1,
+    dra_v1_grpc,
+    dra_v1beta1,
+    dra_v1beta1_grpc,
+    registration,
+    registration_grpc,
+)
+from kubedra.driver.kubelet import PLUGIN_TYPE, SUPPORTED_VERSIONS, PluginPaths, unix_target
+from kubedra.driver.logs import get_logger, log_event
+from kubedra.driver.prepare import ClaimRef, DeviceState, PrepareResult
+
+log = get_logger("server")
+
+
+def _refs(request: Any) -> list[ClaimRef]:
+    return [ClaimRef(c.namespace, c.uid, c.name) for c in request.claims]
+
+
+def _prepare_response(pb: Any, results: dict[str, PrepareResult], share_ids: bool) -> Any:
+    response = pb.NodePrepareResourcesResponse()
+    for uid, result in results.items():
+        entry = response.claims[uid]
+        if result.error:
+            entry.error = result.error
+            continue
+        for device in result.devices:
+            out = entry.devices.add(
+                request_names=device.request_names,
+                pool_name=device.pool_name,
+                device_name=device.device_name,
+                cdi_device_ids=device.cdi_device_ids,
+            )
+            if share_ids and device.share_id:
+                out.share_id = device.share_id
+    return response
+
+
+def _unprepare_response(pb: Any, errors: dict[str, str]) -> Any:
+    response = pb.NodeUnprepareResourcesResponse()
+    for uid, error in errors.items():
+        response.claims[uid].error = error
+    return response
+
+
+def _servicer(base: type, pb: Any, state: DeviceState, share_ids: bool, version: str) -> Any:
+    class Servicer(base):  # type: ignore[misc]
+        def NodePrepareResources(self, request: Any, context: Any) -> Any:
+            log_event(log, "NodePrepareResources", version=version, claims=len(request.claims))
+            return _prepare_response(pb, state.prepare(_refs(request)), share_ids)
+
+        def NodeUnprepareResources(self, request: Any, context: Any) -> Any:
+            log_event(log, "NodeUnprepareResources", version=version, claims=len(request.claims))
+            return _unprepare_response(pb, state.unprepare(_refs(request)))
+
+    return Servicer()
+
+
+class RegistrationServicer(registration_grpc.RegistrationServicer):  # type: ignore[misc]
+    def __init__(self, driver: str, endpoint: Path, on_status: Callable[[bool, str], None]) -> None:
+        self.driver, self.endpoint, self.on_status = driver, endpoint, on_status
+
+    def GetInfo(self, request: Any, context: Any) -> Any:
+        return registration.PluginInfo(
+            type=PLUGIN_TYPE,
+            name=self.driver,
+            endpoint=str(self.endpoint),
+            supported_versions=list(SUPPORTED_VERSIONS),
+        )
+
+    def NotifyRegistrationStatus(self, request: Any, context: Any) -> Any:
+        self.on_status(bool(request.plugin_registered), str(request.error))
+        return registration.RegistrationStatusResponse()
+
+
+class PluginServer:
+    def __init__(self, state: DeviceState, paths: PluginPaths, max_workers: int = 8) -> None:
+        self.state, self.paths, self.driver = state, paths, state.driver
+        self.registered = threading.Event()
+        self.registration_error = ""
+        self._max_workers = max_workers
+        self._servers: list[grpc.Server] = []
+
+    def _on_status(self, registered: bool, error: str) -> None:
+        self.registration_error = error
+        if registered:
+            self.registered.set()
+        else:
+            self.registered.clear()
+        log_event(log, "registration status", registered=registered, error=error or None)
+
+    def _serve(self, socket: Path, add: Callable[[grpc.Server], None]) -> None:
+        socket.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            socket.unlink()  # a stale socket of a previous run
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers))
+        add(server)
+        if server.add_insecure_port(unix_target(socket)) == 0:
+            raise OSError(f"cannot listen on {socket}")
+        server.start()
+        self._servers.append(server)
+
+    def start(self) -> None:
+        state = self.state
+
+        def add_dra(server: grpc.Server) -> None:
+            v1 = _servicer(dra_v1_grpc.DRAPluginServicer, dra_v1, state, True, "v1")
+            v1beta1 = _servicer(
+                dra_v1beta1_grpc.DRAPluginServicer, dra_v1beta1, state, False, "v1beta1"
+            )
+            dra_v1_grpc.add_DRAPluginServicer_to_server(v1, server)
+            dra_v1beta1_grpc.add_DRAPluginServicer_to_server(v1beta1, server)
+
+        def add_registration(server: grpc.Server) -> None:
+            servicer = RegistrationServicer(self.driver, self.paths.dra_socket, self._on_status)
+            registration_grpc.add_RegistrationServicer_to_server(servicer, server)
+
+        self._serve(self.paths.dra_socket, add_dra)
+        self._serve(self.paths.registration_socket, add_registration)
+        log_event(
+            log,
+            "plugin serving",
+            driver=self.driver,
+            registration=str(self.paths.registration_socket),
+            endpoint=str(self.paths.dra_socket),
+        )
+
+    def stop(self, grace: float = 2.0) -> None:
+        for server in reversed(self._servers):
+            server.stop(grace).wait()
+        self._servers.clear()
+        for socket in (self.paths.registration_socket, self.paths.dra_socket):
+            with contextlib.suppress(FileNotFoundError):
+                socket.unlink()
+        log_event(log, "plugin stopped", driver=self.driver)
+
+    def __enter__(self) -> PluginServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
