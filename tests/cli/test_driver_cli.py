@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import signal
-import tempfile
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
