@@ -156,3 +156,16 @@ def test_store_from_environment(tmp_path: Path, seed_dir: Path) -> None:
     subprocess.run([sys.executable, "-m", "kubedra", "apply", "-f", str(seed_dir)], env=env,
                    check=True, capture_output=True)
     assert (tmp_path / "env.db").exists()
+
+
+def test_shell_completion_and_verbosity(seed_dir: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "_KUBEDRA_COMPLETE": "bash_source"}
+    script = subprocess.run([sys.executable, "-m", "kubedra"], env=env, capture_output=True,
+                            text=True, check=False).stdout
+    assert "_kubedra_completion()" in script
+    assert kubedra("-vv", "lint", str(seed_dir)).returncode == 0
+    assert kubedra("--version").stdout.startswith("kubedra, version ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
@@ -29,7 +30,16 @@ from kubedra.cluster import DEFAULT_PATH
 @click.version_option(__version__, prog_name="kubedra")
 @click.pass_context
 def cli(ctx: click.Context, store: str, strict: bool, verbosity: int) -> None:
-    """kubedra: Kubernetes Dynamic Resource Allocation for GPU clusters."""
+    """kubedra: Kubernetes Dynamic Resource Allocation for GPU clusters.
+
+    Shell completion: eval "$(_KUBEDRA_COMPLETE=bash_source kubedra)" (zsh_source, fish_source).
+    """
+    levels = {0: logging.WARNING, 1: logging.INFO}
+    logging.basicConfig(
+        level=levels.get(verbosity, logging.DEBUG),
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     ctx.obj = Settings(store=store, strict=strict, verbosity=verbosity)
 
 
