@@ -128,6 +128,44 @@ def _capacities(amounts: Sequence[int | str]) -> dict[str, DeviceCapacity]:
     return {name: capacity(v) for (name, _), v in zip(_DIMENSIONS, amounts, strict=True)}
 
 
+def partitioned_gpu(
+    minor: int,
+    uuid: str,
+    attributes: dict[str, DeviceAttribute],
+    common: dict[str, DeviceAttribute],
+    geometry: MigGeometry,
+) -> tuple[list[Device], CounterSet]:
+    """One GPU under dynamic MIG, as the NVIDIA driver publishes it: the full GPU and every
+    profile at every placement, all drawing on the GPU's counter set (simulated catalog and
+    the NVML backend both build MIG through this function)."""
+    full = _full_gpu_amounts(geometry)
+    everything = _consumption(minor, full, 0, geometry.memory_slices)
+    devices = [
+        Device(
+            name=f"gpu-{minor}",
+            attributes=attributes,
+            capacity=_capacities(full),
+            consumes_counters=(everything,),
+        )
+    ]
+    devices.extend(
+        Device(
+            name=mig_device_name(minor, p, start),
+            attributes={
+                "type": string("mig"),
+                "profile": string(p.name),
+                "parentUUID": string(uuid),
+                **common,
+            },
+            capacity=_capacities(_amounts(p)),
+            consumes_counters=(_consumption(minor, _amounts(p), start, p.memory_slices),),
+        )
+        for p in geometry.profiles
+        for start in p.placements
+    )
+    return devices, CounterSet(name=counter_set_name(minor), counters=dict(everything.counters))
+
+
 def _common(spec: GpuSpec, fn: PciFunction, stack: DriverStack) -> dict[str, DeviceAttribute]:
     return {
         "productName": string(spec.product_name),
@@ -181,32 +219,7 @@ def gpu_inventory(
                 )
             )
             continue
-        full = _full_gpu_amounts(geometry)
-        everything = _consumption(minor, full, 0, geometry.memory_slices)
-        counter_sets.append(
-            CounterSet(name=counter_set_name(minor), counters=dict(everything.counters))
-        )
-        devices.append(
-            Device(
-                name=f"gpu-{minor}",
-                attributes=attributes,
-                capacity=_capacities(full),
-                consumes_counters=(everything,),
-            )
-        )
-        devices.extend(
-            Device(
-                name=mig_device_name(minor, p, start),
-                attributes={
-                    "type": string("mig"),
-                    "profile": string(p.name),
-                    "parentUUID": string(uuid),
-                    **common,
-                },
-                capacity=_capacities(_amounts(p)),
-                consumes_counters=(_consumption(minor, _amounts(p), start, p.memory_slices),),
-            )
-            for p in geometry.profiles
-            for start in p.placements
-        )
+        gpu_devices, counter_set = partitioned_gpu(minor, uuid, attributes, common, geometry)
+        devices += gpu_devices
+        counter_sets.append(counter_set)
     return DriverInventory(DRIVER, tuple(devices), tuple(counter_sets))

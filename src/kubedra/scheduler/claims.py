@@ -36,13 +36,9 @@ POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 _MAX_PREFIX = 63 - 5
 
 
-def generated_claim(
-    pod: Pod, entry: PodResourceClaim, template: ResourceClaimTemplate
-) -> ResourceClaim:
-    """The claim to create for a template entry of the pod (not yet stored)."""
-    tmeta = template.spec.metadata or ObjectMeta()
-    prefix = f"{pod.name}-{entry.name}"[: _MAX_PREFIX - 1] + "-"
-    owner = OwnerReference(
+def pod_owner(pod: Pod) -> OwnerReference:
+    """The pod as controlling owner: its claims are deleted with it (garbage collection)."""
+    return OwnerReference(
         api_version="v1",
         kind="Pod",
         name=pod.name,
@@ -50,6 +46,15 @@ def generated_claim(
         controller=True,
         block_owner_deletion=True,
     )
+
+
+def generated_claim(
+    pod: Pod, entry: PodResourceClaim, template: ResourceClaimTemplate
+) -> ResourceClaim:
+    """The claim to create for a template entry of the pod (not yet stored)."""
+    tmeta = template.spec.metadata or ObjectMeta()
+    prefix = f"{pod.name}-{entry.name}"[: _MAX_PREFIX - 1] + "-"
+    owner = pod_owner(pod)
     meta = ObjectMeta(
         generate_name=prefix,
         namespace=pod.namespace,
@@ -133,14 +138,7 @@ def extended_resource_claim(pod: Pod, served: dict[str, str]) -> ResourceClaim |
         )
         for request, _, resource, count in wanted
     )
-    owner = OwnerReference(
-        api_version="v1",
-        kind="Pod",
-        name=pod.name,
-        uid=pod.metadata.uid or "",
-        controller=True,
-        block_owner_deletion=True,
-    )
+    owner = pod_owner(pod)
     meta = ObjectMeta(
         generate_name=f"{pod.name}-extended-resources-"[:_MAX_PREFIX],
         namespace=pod.namespace,

@@ -30,14 +30,14 @@ from typing import Any, Protocol
 from kubedra.api.core import Node
 from kubedra.api.quantity import Format, Quantity
 from kubedra.api.resource import (
-    Counter,
     CounterSet,
     Device,
     DeviceAttribute,
     DeviceCapacity,
-    DeviceCounterConsumption,
 )
+from kubedra.catalog.gpus import MigGeometry, MigProfile
 from kubedra.catalog.inventory import NUMA_NODE, PCI_BUS_ID, PCIE_ROOT, DriverInventory
+from kubedra.catalog.nvidia import partitioned_gpu
 from kubedra.driver.logs import get_logger, log_event
 from kubedra.errors import KubedraError
 
@@ -434,19 +434,6 @@ def _attr_s(value: str) -> DeviceAttribute:
     return DeviceAttribute(string=value)
 
 
-def _mib(mib: int) -> Quantity:
-    return Quantity.from_int(mib * 2**20, Format.BINARY_SI)
-
-
-def _int(value: int) -> Quantity:
-    return Quantity.from_int(value)
-
-
-def mig_suffix(profile_name: str) -> str:
-    """`1g.10gb+me` as device names spell it: `1g10gb-me`."""
-    return re.sub(r"[^a-z0-9-]", "-", profile_name.lower().replace(".", "")).strip("-")
-
-
 def gpu_inventory(nvml: Nvml) -> DriverInventory:
     """The `gpu.nvidia.com` devices (and MIG counter sets) of this machine."""
     driver_version = normalize_version(nvml.nvmlSystemGetDriverVersion())
@@ -515,8 +502,13 @@ def _mig_devices(
     attributes: dict[str, DeviceAttribute],
     common: dict[str, DeviceAttribute],
 ) -> tuple[list[Device], CounterSet]:
-    """Full GPU + every MIG profile at every placement, all drawing on one counter set."""
-    profiles: list[tuple[dict[str, Any], list[dict[str, int]]]] = []
+    """The GPU's MIG profiles and placements as NVML reports them, published through the
+    same builder as the simulated catalog (so both model MIG identically)."""
+    return partitioned_gpu(minor, uuid, attributes, common, _mig_geometry(nvml, index))
+
+
+def _mig_geometry(nvml: Nvml, index: int) -> MigGeometry:
+    profiles = []
     for profile in range(GPU_INSTANCE_PROFILE_COUNT):
         info = _optional(nvml.nvmlDeviceGetGpuInstanceProfileInfo, index, profile)
         if not info or not info.get("instanceCount"):
@@ -524,60 +516,26 @@ def _mig_devices(
         placements = _optional(
             nvml.nvmlDeviceGetGpuInstancePossiblePlacements, index, int(info["id"])
         )
-        if placements:
-            profiles.append((info, placements))
-    set_name = f"gpu-{minor}-counter-set"
-    memory_slices = max((p["start"] + p["size"] for _, ps in profiles for p in ps), default=0)
-
-    def amounts(info: dict[str, Any]) -> dict[str, Quantity]:
-        values = {cap: _int(int(info[field])) for cap, _, field in _DIMENSIONS}
-        values["memory"] = _mib(int(info["memorySizeMB"]))
-        return values
-
-    def counters(values: dict[str, Quantity], first: int, count: int) -> dict[str, Counter]:
-        names = {cap: counter for cap, counter, _ in _DIMENSIONS} | {"memory": "memory"}
-        out = {names[cap]: Counter(value=q) for cap, q in values.items()}
-        out |= {f"memory-slice-{s}": Counter(value=_int(1)) for s in range(first, first + count)}
-        return out
-
-    full: dict[str, Quantity] = {}
-    for info, _ in profiles:
-        for cap, q in amounts(info).items():
-            full[cap] = max(full.get(cap, q), q)
-    everything = counters(full, 0, memory_slices)
-    devices = [
-        Device(
-            name=f"gpu-{minor}",
-            attributes=attributes,
-            capacity={cap: DeviceCapacity(value=q) for cap, q in full.items()},
-            consumes_counters=(
-                DeviceCounterConsumption(counter_set=set_name, counters=everything),
-            ),
-        )
-    ]
-    for info, placements in profiles:
-        name = str(info.get("name", "")).removeprefix("MIG ").strip()
-        values = amounts(info)
-        for placement in placements:
-            start, size = int(placement["start"]), int(placement["size"])
-            devices.append(
-                Device(
-                    name=f"gpu-{minor}-mig-{mig_suffix(name)}-{int(info['id'])}-{start}",
-                    attributes={
-                        "type": _attr_s("mig"),
-                        "profile": _attr_s(name),
-                        "parentUUID": _attr_s(uuid),
-                        **common,
-                    },
-                    capacity={cap: DeviceCapacity(value=q) for cap, q in values.items()},
-                    consumes_counters=(
-                        DeviceCounterConsumption(
-                            counter_set=set_name, counters=counters(values, start, size)
-                        ),
-                    ),
-                )
+        if not placements:
+            continue
+        counts = {cap: int(info[field]) for cap, _, field in _DIMENSIONS}
+        profiles.append(
+            MigProfile(
+                name=str(info.get("name", "")).removeprefix("MIG ").strip(),
+                profile_id=int(info["id"]),
+                memory_slices=int(placements[0]["size"]),
+                placements=tuple(int(p["start"]) for p in placements),
+                multiprocessors=counts["multiprocessors"],
+                copy_engines=counts["copyEngines"],
+                decoders=counts["decoders"],
+                encoders=counts["encoders"],
+                jpeg_engines=counts["jpegEngines"],
+                ofa_engines=counts["ofaEngines"],
+                memory=f"{int(info['memorySizeMB'])}Mi",
             )
-    return devices, CounterSet(name=set_name, counters=everything)
+        )
+    slices = max((max(p.placements) + p.memory_slices for p in profiles), default=0)
+    return MigGeometry(memory_slices=slices, profiles=tuple(profiles))
 
 
 class NvmlBackend:
