@@ -223,3 +223,17 @@ def test_extended_resource_is_served_through_a_dra_claim(store: SqliteStore) -> 
     assert claim.metadata.annotations == {"resource.kubernetes.io/extended-resource-claim": "true"}
     assert claim.name.startswith("cuda-extended-resources-")
     assert devices_of(store, claim.name) == ["n1/gpu-0", "n1/gpu-1"]
+
+
+def test_claim_generated_for_an_unschedulable_pod_is_kept_and_reused(store: SqliteStore) -> None:
+    gpu_node(store, "n1", gpus=1)
+    gpu_template(store, "two", 2)
+    gpu_pod(store, "waits", template="two")
+    scheduler = Scheduler(store)
+    (first,) = scheduler.run_once()
+    assert first.node is None and "cannot allocate all claims" in first.message
+    (claim,) = store.list(ResourceClaim)  # committed although the pod did not fit
+    gpu_node(store, "n2", gpus=2)
+    (second,) = scheduler.run_once()  # the new node wakes the pod; its claim is reused
+    assert second.node == "n2"
+    assert [c.name for c in store.list(ResourceClaim)] == [claim.name]

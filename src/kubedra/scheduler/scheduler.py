@@ -115,6 +115,7 @@ class Scheduler:
         self._view: ClusterView | None = None
         self._allocated: AllocatedState | None = None
         self._loaded = False
+        self.policy.attach(self)
         self._own: set[int] = set()  # resourceVersions this scheduler wrote itself
         self._usage: dict[str, dict[str, Quantity]] | None = None
         self._nodes: list[Node] | None = None
@@ -152,13 +153,16 @@ class Scheduler:
         try:
             with self.store.transaction():
                 self.refresh()
-                pod = self._current_pod(pod)
-                claims = self._claims_of(pod)
-                candidate = self._place(pod, claims)
+                try:
+                    pod = self._current_pod(pod)
+                    claims = self._claims_of(pod)
+                    candidate = self._place(pod, claims)
+                except Unschedulable as why:
+                    # Inside the transaction, so that claims generated for the pod are
+                    # kept (committed) even though it cannot be placed now, as upstream.
+                    return self._unschedulable(pod, str(why))
                 self._write_claims(pod, claims, candidate)
             self._bind(pod, candidate.node)
-        except Unschedulable as why:
-            return self._unschedulable(pod, str(why))
         except Conflict:
             self._invalidate()
             self.queue.unschedulable(pod)
@@ -232,8 +236,9 @@ class Scheduler:
         if isinstance(obj, DeviceClass):
             self._classes = None
             self._forget_infeasible()
+        if isinstance(obj, Pod) and obj.spec.node_name:
+            self._usage = None  # a pending pod uses nothing on any node yet
         if isinstance(obj, Pod):
-            self._usage = None
             if not deleted and self._is_pending(obj):
                 self.queue.add(obj)
             else:
@@ -399,6 +404,7 @@ class Scheduler:
         view = self.view()
         found: list[Candidate] = []
         signature = _claims_signature(pod, claims)
+        self.policy.prepare(pod, claims)
         ranked = self.policy.rank_nodes(view, fitting)
         stable = ranked is fitting  # the same list every time: resume at the cursor
         start = self._cursor.get(signature, 0) if stable else 0
@@ -526,6 +532,12 @@ class Scheduler:
         self.view().reserve(refs_of([result]))
 
     def _bind(self, pod: Pod, node: str) -> None:
+        """Bind (spec.nodeName, then the PodScheduled condition) in one store transaction,
+        separate from the claim writes, like upstream's Bind after PreBind."""
+        with self.store.transaction():
+            self._bind_now(pod, node)
+
+    def _bind_now(self, pod: Pod, node: str) -> None:
         current = self.store.get(Pod, pod.name, pod.namespace)
         bound = self._mine(
             self.store.update(

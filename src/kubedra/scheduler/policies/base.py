@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kubedra.allocator import DeviceOrder, DeviceRef, RequestKey
-from kubedra.api.resource import AllocationResult
+from kubedra.api.core import Pod
+from kubedra.api.resource import AllocationResult, ResourceClaim
 from kubedra.scheduler.view import ClusterView
 
 POLICIES: dict[str, type[Policy]] = {}
@@ -39,6 +40,12 @@ class Policy:
         super().__init_subclass__(**kwargs)
         if cls.name:
             POLICIES[cls.name] = cls
+
+    def attach(self, scheduler: Any) -> None:
+        """Called once by the scheduler that uses this policy (to read its state later)."""
+
+    def prepare(self, pod: Pod, claims: Sequence[ResourceClaim]) -> None:
+        """Called with the pod and its claims before its nodes are ranked."""
 
     def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
         return nodes

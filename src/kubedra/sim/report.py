@@ -1,0 +1,230 @@
+"""Run outputs: CSVs, PNG plots (matplotlib, Agg), terminal tables, and docs/results.md.
+
+The FGD paper's published per-run curves (fgd-atc23-results) are read here too, so the
+report can put them beside ours for the same trace variant.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from kubedra.sim.engine import RunResult
+from kubedra.sim.trace import FGD_RESULTS_DIR
+
+PAPER_POLICIES = ("01-Random", "02-DotProd", "03-GpuClustering", "04-GpuPacking", "05-BestFit",
+                  "06-FGD")  # fmt: skip
+
+
+def write_csv(result: RunResult, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not result.rows:
+        path.write_text("")
+        return path
+    keys = list(result.rows[0])
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        for row in result.rows:
+            w.writerow({k: _fmt(row.get(k, math.nan)) for k in keys})
+    return path
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+
+
+def read_csv(path: Path) -> list[dict[str, float]]:
+    with path.open(newline="") as fh:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+
+
+# --- the paper's curves --------------------------------------------------------------------
+
+
+def paper_curves(
+    workload: str, kind: str = "allo", results_dir: Path = FGD_RESULTS_DIR
+) -> dict[str, list[float]]:
+    """Median over seeds of the paper's curve per policy: kind 'allo' (GPU allocation %)
+    or 'frag' (fragmented GPU % of the cluster), at arrived 0..130 %. Empty if absent."""
+    path = results_dir / f"analysis_{kind}_discrete.csv"
+    if not path.exists():
+        return {}
+    runs: dict[str, list[list[float]]] = {}
+    with path.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            if row["workload"] != workload:
+                continue
+            curve = [float(row[str(k)]) if row.get(str(k)) else math.nan for k in range(131)]
+            runs.setdefault(row["sc_policy"], []).append(curve)
+    return {
+        policy: [statistics.median(c[k] for c in curves) for k in range(131)]
+        for policy, curves in sorted(runs.items())
+    }
+
+
+def paper_summary(workload: str, results_dir: Path = FGD_RESULTS_DIR) -> dict[str, dict[str, str]]:
+    path = results_dir / "summary_unallocated_by_policy.csv"
+    if not path.exists():
+        return {}
+    with path.open(newline="") as fh:
+        return {r["policy"]: r for r in csv.DictReader(fh) if r["workload"] == workload}
+
+
+# --- plots ------------------------------------------------------------------------------
+
+
+def plot_saturate(
+    results: Sequence[RunResult],
+    path: Path,
+    *,
+    key: str = "alloc_pct",
+    title: str = "",
+    paper: Mapping[str, Sequence[float]] | None = None,
+) -> Path:
+    """Our curves (one line per policy) vs arrived workload; with `paper`, a second panel
+    with the paper's published curves for the same trace."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = 2 if paper else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6.2 * panels, 4.2), sharey=True, squeeze=False)
+    ylabel = "GPU allocation ratio (%)" if key == "alloc_pct" else "fragmented GPU (% of cluster)"
+    ax = axes[0][0]
+    for r in results:
+        xs = [row["arrived_pct"] for row in r.rows]
+        ax.plot(xs, [row[key] for row in r.rows], label=r.policy, linewidth=1.4)
+    ax.set_title(f"kubedra: {title}" if title else "kubedra")
+    if paper:
+        pax = axes[0][1]
+        for policy, ys in paper.items():
+            pax.plot(range(len(ys)), ys, label=policy, linewidth=1.2, linestyle="--")
+        pax.set_title("FGD paper (published, median of 10 seeds)")
+    for a in axes[0]:
+        a.set_xlabel("arrived GPU demand (% of cluster GPU capacity)")
+        a.set_xlim(0, 130)
+        a.grid(alpha=0.3)
+        a.legend(fontsize=7, loc="upper left")
+    axes[0][0].set_ylabel(ylabel)
+    if key == "alloc_pct":
+        for a in axes[0]:
+            a.plot([0, 100], [0, 100], color="grey", linewidth=0.6, linestyle=":")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_replay(results: Sequence[RunResult], path: Path, *, title: str = "") -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4))
+    for r in results:
+        days = [row["time_s"] / 86400 for row in r.rows]
+        a1.plot(days, [row["alloc_pct"] for row in r.rows], label=r.policy, linewidth=1)
+        a2.plot(days, [row["pending"] for row in r.rows], label=r.policy, linewidth=1)
+    a1.set_ylabel("GPU allocation ratio (%)")
+    a2.set_ylabel("pending pods")
+    for a in (a1, a2):
+        a.set_xlabel("simulated time (days)")
+        a.grid(alpha=0.3)
+        a.legend(fontsize=7)
+    a1.set_title(title or "replay")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# --- tables -----------------------------------------------------------------------------
+
+SATURATE_COLUMNS = (
+    ("policy", "policy"),
+    ("alloc_at_100", "alloc@100%"),
+    ("alloc_at_130", "alloc@130%"),
+    ("unalloc_at_130", "unalloc@130%"),
+    ("frag_at_50", "frag@50%"),
+    ("frag_at_90", "frag@90%"),
+    ("frag_at_100", "frag@100%"),
+    ("reserved_pct", "reserved@end"),
+    ("failed", "failed pods"),
+    ("wall_s", "wall s"),
+)
+REPLAY_COLUMNS = (
+    ("policy", "policy"),
+    ("mean_alloc_pct", "mean alloc %"),
+    ("mean_idle_gpus", "mean idle GPUs"),
+    ("max_pending", "max pending"),
+    ("delay_p50_s", "delay p50 s"),
+    ("delay_p99_s", "delay p99 s"),
+    ("never_placed", "never placed"),
+    ("wall_s", "wall s"),
+)
+
+
+def summary_rows(results: Sequence[RunResult]) -> list[dict[str, str]]:
+    out = []
+    for r in results:
+        values: dict[str, float] = {**r.summary, "wall_s": r.wall_s}
+        if "alloc_at_130" in values:
+            values["unalloc_at_130"] = 100.0 - values["alloc_at_130"]
+        cols = SATURATE_COLUMNS if r.mode == "saturate" else REPLAY_COLUMNS
+        row = {"policy": r.policy}
+        for key, label in cols[1:]:
+            v = values.get(key, math.nan)
+            row[label] = "n/a" if math.isnan(v) else f"{v:,.1f}" if abs(v) >= 100 else f"{v:.2f}"
+        out.append(row)
+    return out
+
+
+def text_table(rows: Sequence[Mapping[str, str]]) -> str:
+    if not rows:
+        return "(no runs)"
+    header = list(rows[0])
+    widths = [max(len(h), *(len(r.get(h, "")) for r in rows)) for h in header]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += [
+        "  ".join(r.get(h, "").ljust(w) for h, w in zip(header, widths, strict=True)) for r in rows
+    ]
+    return "\n".join(lines)
+
+
+def markdown_table(rows: Sequence[Mapping[str, str]]) -> str:
+    if not rows:
+        return "(no runs)\n"
+    header = list(rows[0])
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r.get(h, "") for h in header) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def paper_table(workload: str, results_dir: Path = FGD_RESULTS_DIR) -> str:
+    summary = paper_summary(workload, results_dir)
+    if not summary:
+        return "(the FGD results are not available here)\n"
+    rows = []
+    for policy, r in summary.items():
+        rows.append(
+            {
+                "paper policy": policy,
+                "unalloc@100% (mean±sd)": f"{r['unalloc_gpu_pct_at_arrive100_mean']}"
+                f" ± {r['unalloc_gpu_pct_at_arrive100_std']}",
+                "unalloc@130%": f"{r['unalloc_gpu_pct_at_arrive130_mean']}"
+                f" ± {r['unalloc_gpu_pct_at_arrive130_std']}",
+                "frag@50%": r["frag_gpu_pct_of_cluster_at_arrive50_mean"],
+                "frag@90%": r["frag_gpu_pct_of_cluster_at_arrive90_mean"],
+                "frag@100%": r["frag_gpu_pct_of_cluster_at_arrive100_mean"],
+            }
+        )
+    return markdown_table(rows)
