@@ -14,6 +14,7 @@ from kubedra.cli.driver import driver
 from kubedra.cli.lint import run_lint
 from kubedra.cli.resources import apply, delete, describe, get
 from kubedra.cli.scheduling import allocate_command, devices, explain, schedule
+from kubedra.cli.sim import sim
 from kubedra.cluster import DEFAULT_PATH
 
 
@@ -72,6 +73,7 @@ for command in (
     allocate_command,
     cluster,
     driver,
+    sim,
 ):
     cli.add_command(command)
 
