@@ -143,22 +143,22 @@ def _too_big(out: TextIO, store: SqliteStore, scheduler: Scheduler) -> None:
 
 
 def _device_plugin(out: TextIO, store: SqliteStore) -> None:
-    """The device-plugin model: `nvidia.com/gpu: 1` fits any node with a free GPU count."""
+    """The device-plugin model: `nvidia.com/gpu: 1` fits any node with a free GPU count,
+    whatever the GPU's memory (GPU Feature Discovery's labels say what it would get)."""
     fits = []
     for node in store.list(Node):
-        allocatable = node.status.allocatable if node.status else {}
-        count = allocatable.get("nvidia.com/gpu")
+        count = (node.status.allocatable if node.status else {}).get("nvidia.com/gpu")
         if count is not None and count.value() >= 1:
-            product = node.metadata.labels.get("nvidia.com/gpu.product", "?")
-            memory = node.metadata.labels.get("nvidia.com/gpu.memory", "?")
-            fits.append(f"{node.name} ({product}, {memory} MiB)")
-    too_small = [f for f in fits if _mib(f) <= 40 * 1024]
+            labels = node.metadata.labels
+            memory = labels.get("nvidia.com/gpu.memory", "")
+            fits.append(
+                (
+                    node.name,
+                    labels.get("nvidia.com/gpu.product", "?"),
+                    int(memory) if memory.isdigit() else 0,
+                )
+            )
     out.write(f"\ndevice plugin, same pod with nvidia.com/gpu: 1 -> any of {len(fits)} nodes:\n")
-    rejected = "   <- not more than 40Gi: the seed class rejects it"
-    for f in fits:
-        out.write(f"  {f}{rejected if f in too_small else ''}\n")
-
-
-def _mib(text: str) -> int:
-    digits = text.rsplit(", ", 1)[-1].split(" ")[0]
-    return int(digits) if digits.isdigit() else 0
+    for name, product, mib in fits:
+        verdict = "   <- not more than 40Gi: the seed class rejects it" if mib <= 40 * 1024 else ""
+        out.write(f"  {name} ({product}, {mib} MiB){verdict}\n")

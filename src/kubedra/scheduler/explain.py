@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from kubedra.allocator import NodeInfo, RequestFunnel, explain
 from kubedra.api.core import Node, Pod
 from kubedra.api.quantity import Quantity
-from kubedra.api.resource import ResourceClaim
+from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
+from kubedra.scheduler.claims import generated_claim, recorded_claim_name
 from kubedra.scheduler.nodes import filter_node
 from kubedra.scheduler.scheduler import Scheduler, Unschedulable
 
@@ -76,9 +77,6 @@ def _outcome(
 def pod_claims(scheduler: Scheduler, pod: Pod) -> list[ResourceClaim]:
     """The pod's claims as the scheduler resolves them (templates: the generated claim, or
     an unsaved one when not generated yet, so a pending pod can be explained)."""
-    from kubedra.api.resource import ResourceClaimTemplate
-    from kubedra.scheduler.claims import generated_claim, recorded_claim_name
-
     scheduler.refresh()
     claims = []
     for entry in pod.spec.resource_claims:
