@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kubedra.allocator import NodeInfo, RequestFunnel, explain
+from kubedra.allocator import RequestFunnel, explain
 from kubedra.api.core import Node, Pod
 from kubedra.api.quantity import Quantity
 from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
@@ -61,13 +61,9 @@ def _outcome(
         fit = filter_node(pod, node, used)
         if not fit.fits:
             return NodeGroup((node.name,), False, fit.reason)
+    namespace = pod.namespace if pod is not None else (claims[0].namespace if claims else "")
     result = explain(
-        claims,
-        NodeInfo(node.name, node.metadata.labels),
-        scheduler.inventory(),
-        scheduler.classes(),
-        scheduler.allocated(),
-        strict_cel=scheduler.strict_cel,
+        *scheduler.allocator_inputs(claims, node), **scheduler.allocator_options(namespace)
     )
     fits = result.allocation is not None and result.allocation.results is not None
     summary = "fits" if fits else result.summary

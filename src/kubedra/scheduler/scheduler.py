@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
@@ -469,6 +470,23 @@ class Scheduler:
                 reasons[fit.reason] = reasons.get(fit.reason, 0) + 1
         return fitting
 
+    def allocator_inputs(
+        self, claims: Sequence[ResourceClaim], node: Node
+    ) -> tuple[
+        Sequence[ResourceClaim], NodeInfo, Inventory, dict[str, DeviceClass], AllocatedState
+    ]:
+        """What the allocator is given for `claims` on `node` (also used by explain)."""
+        info = NodeInfo(node.name, node.metadata.labels)
+        return claims, info, self.inventory(), self.classes(), self.allocated()
+
+    def allocator_options(self, namespace: str) -> dict[str, Any]:
+        """The allocator's switches for a pod of `namespace` (admin access needs its labels)."""
+        return {
+            "namespace_labels": self._namespace_labels(namespace),
+            "features": self.features,
+            "strict_cel": self.strict_cel,
+        }
+
     def _candidates_on(
         self, pod: Pod, claims: list[ResourceClaim], node: Node, reasons: dict[str, int]
     ) -> list[Candidate]:
@@ -477,15 +495,9 @@ class Scheduler:
         for order in self.policy.device_orders(view, node.name):
             try:
                 allocation = allocate(
-                    claims,
-                    NodeInfo(node.name, node.metadata.labels),
-                    self.inventory(),
-                    self.classes(),
-                    self.allocated(),
-                    namespace_labels=self._namespace_labels(pod.namespace),
-                    features=self.features,
+                    *self.allocator_inputs(claims, node),
+                    **self.allocator_options(pod.namespace),
                     order=order,
-                    strict_cel=self.strict_cel,
                 )
             except AllocationError as err:
                 raise Unschedulable(str(err)) from None
