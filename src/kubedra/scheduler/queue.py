@@ -96,10 +96,6 @@ class SchedulingQueue:
             if pod is not None:
                 heapq.heappush(self._active, (_order(pod), key))
 
-    def next_wakeup(self) -> float | None:
-        """When the earliest backed-off pod becomes due (None when none is waiting)."""
-        return min(self._backoff_until.values(), default=None)
-
     def __len__(self) -> int:
         return len(self._pods)
 

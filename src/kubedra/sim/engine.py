@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -160,15 +159,6 @@ class Simulation:
             self.store.create(convert.obj(claim))
         pod = convert.pod_doc(task, self.mode, claim=claim["metadata"]["name"] if claim else None)
         self.store.create(convert.obj(pod))
-        self.tasks[task.name] = task
-
-    def submit_templated(self, task: TaskSpec) -> None:
-        """Create the task's pod (and its claim template the first time its shape shows)."""
-        template = convert.template_doc(task, self.mode)
-        if template is not None and template["metadata"]["name"] not in self._templates:
-            self.store.create(convert.obj(template))
-            self._templates.add(template["metadata"]["name"])
-        self.store.create(convert.obj(convert.pod_doc(task, self.mode)))
         self.tasks[task.name] = task
 
     def submit_all(self, tasks: Sequence[TaskSpec]) -> list[str]:
@@ -449,10 +439,6 @@ def _time_weighted(rows: Sequence[dict[str, float]], key: str, horizon: float) -
         total += a[key] * (b["time_s"] - a["time_s"])
     span = rows[-1]["time_s"] - rows[0]["time_s"]
     return total / span if span > 0 else rows[-1][key]
-
-
-def default_progress() -> TextIO:
-    return sys.stderr
 
 
 Runner = Callable[..., RunResult]

@@ -27,10 +27,6 @@ class NodeState:
     memory_free: int
     gpu_free: list[int] = field(default_factory=list)
 
-    @property
-    def gpu_free_total(self) -> int:
-        return sum(self.gpu_free)
-
 
 @dataclass(frozen=True, slots=True)
 class Placement:

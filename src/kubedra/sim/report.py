@@ -37,11 +37,6 @@ def _fmt(value: float) -> str:
     return f"{value:.4f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
 
 
-def read_csv(path: Path) -> list[dict[str, float]]:
-    with path.open(newline="") as fh:
-        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(fh)]
-
-
 # --- the paper's curves --------------------------------------------------------------------
 
 

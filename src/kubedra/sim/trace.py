@@ -8,7 +8,6 @@ arrival rates and durations). Everything downstream works on `NodeSpec` and `Tas
 from __future__ import annotations
 
 import csv
-import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -257,16 +256,6 @@ def fgd_arrivals(
 
 def prefix(workload: Workload, n: int | None) -> Workload:
     return workload if n is None else Workload(workload.tasks[:n], name=workload.name)
-
-
-def scale_cluster(cluster: Cluster, fraction: float, *, seed: int = 0) -> Cluster:
-    """A random `fraction` of the nodes (for quick runs), in the original order."""
-    if fraction >= 1.0:
-        return cluster
-    rng = random.Random(seed)
-    keep = max(1, math.ceil(len(cluster.nodes) * fraction))
-    chosen = sorted(rng.sample(range(len(cluster.nodes)), keep))
-    return Cluster(tuple(cluster.nodes[i] for i in chosen))
 
 
 def task_types(tasks: Sequence[TaskSpec]) -> dict[tuple[int, int, int, tuple[str, ...]], int]:
