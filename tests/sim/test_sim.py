@@ -7,10 +7,16 @@ from pathlib import Path
 import pytest
 
 from kubedra.scheduler.policies import make_policy
-from kubedra.scheduler.policies.fragmentation import Fragmentation
+from kubedra.scheduler.policies.fragmentation import (
+    Fragmentation,
+    TaskShape,
+    fgd_score,
+    node_fragmentation,
+    placements,
+)
 from kubedra.sim import convert
 from kubedra.sim.engine import Simulation, parse_policy, run_replay, run_saturate, simulation
-from kubedra.sim.metrics import ClusterState, FragMeter, node_fragmentation, typical_types
+from kubedra.sim.metrics import ClusterState, FragMeter, typical_types
 from kubedra.sim.trace import (
     OPENB_DIR,
     Cluster,
@@ -42,7 +48,6 @@ def drive(sim: Simulation, tasks: tuple[TaskSpec, ...]) -> list[str | None]:
     for name in names:
         pod = sim.scheduler.queue.pop()
         assert pod is not None and pod.name == name
-        sim.hint(name)
         out = sim.scheduler.schedule(pod)
         if out.node:
             sim.record(out)
@@ -146,37 +151,56 @@ def test_fragmentation_policy_packs_shared_gpus() -> None:
     with simulation(one, "fragmentation", target=tasks) as sim:
         assert drive(sim, tasks) == ["n", "n", "n"]  # halves on two GPUs would block c
         assert sorted(sim.state.nodes["n"].gpu_free) == [0, 0]
-    p = Fragmentation()
-    p.prime({(1, 500): 1, (1, 1000): 1})
-    # second half: onto the half-used GPU (fragmentation falls) rather than the free one
-    assert p.best_delta([500, 1000], (1, 500)) == (pytest.approx(-0.5 * 500), 1000)
-    assert p.best_delta([200, 300], (1, 500)) is None
+    # FGD's options for a half GPU: onto the half-used GPU, or onto the free one.
+    half = TaskShape(1, 500)
+    assert placements([500, 1000], half) == [(0, 1000), (500, 500)]
+    assert placements([200, 300], half) == []
+    assert placements([1000, 0, 1000], TaskShape(2, 1000)) == [(0, 0, 0)]
+    mix = [(half, 0.5), (TaskShape(1, 1000), 0.5)]
+    # [0, 1000]: nothing fragmented; [500, 500]: the whole type can use neither half.
+    assert node_fragmentation((0, 1000), mix) == 0
+    assert node_fragmentation((500, 500), mix) == pytest.approx(0.5 * 1000)
 
 
-def test_fragmentation_policy_measure() -> None:
+def test_fragmentation_measure_by_hand() -> None:
+    cpu_only = TaskShape(0, 0, cpu_milli=2000)
+    half = TaskShape(1, 500, cpu_milli=1000)
+    v100 = TaskShape(1, 1000, cpu_milli=1000, models=frozenset({"V100M32"}))
+    two = TaskShape(2, 1000, cpu_milli=4000)
+    mix = [(half, 0.4), (cpu_only, 0.2), (v100, 0.2), (two, 0.2)]
+    t4 = frozenset({"T4"})
+    # [1000, 300] on a T4 node with 8000m CPU: the half GPU leaves only 300 idle; the CPU-only
+    # type, the V100M32 type (model) and the 2-GPU type (one free GPU) leave all 1300.
+    assert node_fragmentation((1000, 300), mix, 8000, t4) == pytest.approx(0.4 * 300 + 0.6 * 1300)
+    # 500m CPU left: no GPU type runs at all.
+    assert node_fragmentation((1000, 300), mix, 500, t4) == pytest.approx(1300)
+    # Two free GPUs, 4000m CPU: the 2-GPU type uses them; 3999m: it does not.
+    assert node_fragmentation((1000, 1000), mix, 4000, t4) == pytest.approx(0.4 * 2000)
+    assert node_fragmentation((1000, 1000), mix, 3999, t4) == pytest.approx(0.6 * 2000)
+    assert node_fragmentation((0, 0), mix, 8000, t4) == 0
+    # The score: 50 for no change, towards 100 as fragmentation falls, integer steps.
+    assert (fgd_score(0), fgd_score(-1000), fgd_score(1000)) == (50, 73, 26)
+    assert (fgd_score(-10**9), fgd_score(10**9)) == (100, 0)
+
+
+def test_fragmentation_policy_mix() -> None:
     p = make_policy("fragmentation")
     assert isinstance(p, Fragmentation)
-    p.prime({(1, 1000): 1, (1, 500): 1, (2, 1000): 2})
-    w = dict(p.weights())
-    assert w == {(1, 1000): 0.25, (1, 500): 0.25, (2, 1000): 0.5}
+    p.prime({TaskShape(1, 1000): 1, TaskShape(1, 500): 1, TaskShape(2, 1000): 2})
+    assert dict(p.mix()) == {TaskShape(1, 1000): 0.25, TaskShape(1, 500): 0.25, TaskShape(2, 1000): 0.5}
     # [1000, 300]: (1,1000) -> 300 frag; (1,500) -> 300; (2,1000) -> all 1300.
-    assert p.expected_fragmentation_milli([1000, 300]) == pytest.approx(0.25 * 300 + 0.25 * 300 + 0.5 * 1300)
+    assert p.fragmentation((300, 1000), None, frozenset()) == pytest.approx(0.25 * 300 + 0.25 * 300 + 0.5 * 1300)
     p.prime({})
     p.observe(2)
     p.observe(1)
-    assert p.expected_fragmentation(1) == pytest.approx(0.5)  # the whole-device rule
+    assert dict(p.mix()) == {TaskShape(2): 0.5, TaskShape(1): 0.5}  # observed: whole devices
+    assert p.fragmentation((1000,), None, frozenset()) == pytest.approx(0.5 * 1000)
 
 
-def test_node_fragmentation_by_hand() -> None:
-    types = [(1000, 1, 500, (), 0.5), (0, 0, 0, (), 0.25), (1000, 1, 1000, ("V100M32",), 0.25)]
-    # CPU-only type: all 1300 free milli idle; V100M32 type on a T4 node: all; 0.5 type fits
-    # and fragments the GPU with 300 free: 0.5 * 300 + 0.25 * 1300 + 0.25 * 1300.
-    assert node_fragmentation(4000, [1000, 300], "T4", types) == pytest.approx(150 + 650)
-    assert node_fragmentation(500, [1000, 300], "T4", types) == pytest.approx(1300)  # no CPU
-    assert node_fragmentation(4000, [0, 0], "T4", types) == 0
+def test_node_fragmentation_of_the_cluster() -> None:
     tasks = [task("a", 1, 500), task("b", 1, 500), task("c", 0, 0)]
-    assert typical_types(tasks) == [(1000, 1, 500, (), 2 / 3), (1000, 0, 0, (), 1 / 3)]
-    assert typical_types(tasks, threshold=0.5) == [(1000, 1, 500, (), 1.0)]
+    assert typical_types(tasks) == [(TaskShape(1, 500, 1000), 2 / 3), (TaskShape(0, 0, 1000), 1 / 3)]
+    assert typical_types(tasks, threshold=0.5) == [(TaskShape(1, 500, 1000), 1.0)]
     state = ClusterState(NODES.nodes)
     assert FragMeter(state, typical_types(list(TASKS))).ratio() == pytest.approx(0.1)  # T4 type vs node-b
 

@@ -189,14 +189,17 @@ class Scheduler:
             obj = event.obj
             table = self._cache.of(type(obj))
             k = (obj.namespace, obj.name)
-            if event.type == "DELETED":
-                table.pop(k, None)
-            else:
+            before = table.pop(k, None) if event.type == "DELETED" else table.get(k)
+            if event.type != "DELETED":
                 table[k] = obj
             self._cache.rv = event.resource_version
             if event.resource_version in self._own:
                 self._own.discard(event.resource_version)  # already applied when written
                 continue
+            if isinstance(obj, ResourceClaim) and not (
+                _is_allocated(obj) or (isinstance(before, ResourceClaim) and _is_allocated(before))
+            ):
+                continue  # a claim that holds no devices, before or after, changes no choice
             woken |= self._note_change(obj, event.type == "DELETED")
         if woken:
             self.queue.wake_all()
@@ -330,6 +333,17 @@ class Scheduler:
                     add_requests(usage.setdefault(pod.spec.node_name, {}), pod)
             self._usage = usage
         return self._usage
+
+    def cpu_free(self, node: str) -> int | None:
+        """Allocatable CPU (milli) a node has left for pods; None where it declares none."""
+        self.nodes()
+        found = self._nodes_by_name.get(node)
+        allocatable = found.status.allocatable if found is not None and found.status else {}
+        if "cpu" not in allocatable:
+            return None
+        used = self.node_usage().get(node, {}).get("cpu")
+        left = allocatable["cpu"] if used is None else allocatable["cpu"].sub(used)
+        return left.milli_value()
 
     # --- one cycle --------------------------------------------------------------------
 
@@ -588,10 +602,13 @@ class Scheduler:
             if len(live) == len(claim.status.reserved_for):
                 continue
             released += 1
-            self._release(claim, live, pods)
+            if self._release(claim, live, pods) and self._view is not None:
+                self._view.release(_claim_refs(claim))
         if released:
             self.refresh()
-            self._invalidate()
+            # Only what claims decide changes: devices in use, CPU in use, known misfits.
+            self._allocated = self._usage = None
+            self._forget_infeasible()
             self.queue.wake_all()
         return released
 
@@ -600,27 +617,34 @@ class Scheduler:
         claim: ResourceClaim,
         live: tuple[ResourceClaimConsumerReference, ...],
         pods: dict[str | None, Pod],
-    ) -> None:
+    ) -> bool:
+        """Write the smaller reservedFor, or free the claim; True when it was freed. The
+        writes are this scheduler's own: the caller updates what depends on them."""
         assert claim.status is not None
         try:
             if live:
-                self.store.update_status(
-                    msgspec.structs.replace(
-                        claim, status=msgspec.structs.replace(claim.status, reserved_for=live)
+                self._mine(
+                    self.store.update_status(
+                        msgspec.structs.replace(
+                            claim, status=msgspec.structs.replace(claim.status, reserved_for=live)
+                        )
                     )
                 )
-                return
-            cleared = self.store.update_status(msgspec.structs.replace(claim, status=None))
+                return False
+            cleared = self._mine(
+                self.store.update_status(msgspec.structs.replace(claim, status=None))
+            )
             meta = msgspec.structs.replace(
                 cleared.metadata,
                 finalizers=tuple(f for f in cleared.metadata.finalizers if f != FINALIZER),
             )
-            cleared = self.store.update(msgspec.structs.replace(cleared, metadata=meta))
+            cleared = self._mine(self.store.update(msgspec.structs.replace(cleared, metadata=meta)))
             owners = [pods.get(o.uid) for o in cleared.metadata.owner_references if o.controller]
             if owners and all(not _runs(p) for p in owners):
                 self.store.delete(ResourceClaim, cleared.name, cleared.namespace)
         except (Conflict, NotFound):
-            pass  # someone else changed it: the next cycle sees the new state
+            return False  # someone else changed it: the next refresh sees the new state
+        return True
 
 
 def _claims_signature(pod: Pod, claims: Sequence[ResourceClaim]) -> bytes:

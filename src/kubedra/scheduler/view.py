@@ -7,6 +7,7 @@ set operations instead of a walk over slices.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +20,8 @@ NVLINK_ATTRIBUTES = ("gpu.nvidia.com/nvlinkDomain", "gpu.nvidia.com/clique")
 PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
 NUMA_ATTRIBUTES = ("resource.kubernetes.io/numaNode", "dra.net/numaNode")
 LEVELS = ("nvlink", "pcie", "numa")
+# The device model, in each driver's own domain (NVIDIA's and kubedra's drivers publish it).
+MODEL_ATTRIBUTE = "productName"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,8 @@ class NodeDevices:
     name: str
     devices: dict[str, set[DeviceRef]] = field(default_factory=dict)  # driver -> refs
     used: set[DeviceRef] = field(default_factory=set)
+    holders: Counter[DeviceRef] = field(default_factory=Counter)  # claims holding each device
+    models: frozenset[str] = frozenset()  # the devices' models (MODEL_ATTRIBUTE)
 
     def total(self, drivers: Iterable[str] | None = None) -> int:
         return sum(len(refs) for d, refs in self.devices.items() if drivers is None or d in drivers)
@@ -59,11 +64,15 @@ class ClusterView:
 
     def _index(self, inventory: Inventory, node: NodeInfo) -> None:
         nd = NodeDevices(node.name)
+        models: set[str] = set()
         for pool in inventory.pools_for(node):
             for entry, usable in pool.devices:
                 if not usable or not entry.node_local:
                     continue
                 nd.devices.setdefault(entry.ref.driver, set()).add(entry.ref)
+                model = _first(entry, (f"{entry.ref.driver}/{MODEL_ATTRIBUTE}",))
+                if isinstance(model, tuple):
+                    models.update(str(m) for m in model)
                 self.placement[entry.ref] = Placement(
                     node.name,
                     (
@@ -72,19 +81,28 @@ class ClusterView:
                         _first(entry, NUMA_ATTRIBUTES),
                     ),
                 )
+        nd.models = frozenset(models)
         self.nodes[node.name] = nd
 
     def reserve(self, refs: Iterable[DeviceRef]) -> None:
         for ref in refs:
             placement = self.placement.get(ref)
             if placement is not None:
-                self.nodes[placement.node].used.add(ref)
+                nd = self.nodes[placement.node]
+                nd.holders[ref] += 1
+                nd.used.add(ref)
 
     def release(self, refs: Iterable[DeviceRef]) -> None:
+        """Drop one hold of each device; a shared device stays used while others hold it."""
         for ref in refs:
             placement = self.placement.get(ref)
-            if placement is not None:
-                self.nodes[placement.node].used.discard(ref)
+            if placement is None:
+                continue
+            nd = self.nodes[placement.node]
+            nd.holders[ref] -= 1
+            if nd.holders[ref] <= 0:
+                del nd.holders[ref]
+                nd.used.discard(ref)
 
     def group_usage(self, node: str, level: int) -> Mapping[object, tuple[int, int]]:
         """Group -> (used, total) devices at one topology level of a node."""

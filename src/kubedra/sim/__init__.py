@@ -8,7 +8,7 @@ entry points for the CLI (`cli`: `sim_run`, `sim_compare`, `sim_report`).
 
 from kubedra.sim.cli import sim_compare, sim_report, sim_run
 from kubedra.sim.engine import RunResult, Simulation, run_replay, run_saturate, simulation
-from kubedra.sim.metrics import ClusterState, FragMeter, node_fragmentation, typical_types
+from kubedra.sim.metrics import ClusterState, FragMeter, typical_types
 from kubedra.sim.trace import (
     Cluster,
     NodeSpec,
@@ -31,7 +31,6 @@ __all__ = [
     "fgd_arrivals",
     "load_cluster",
     "load_workload",
-    "node_fragmentation",
     "run_replay",
     "run_saturate",
     "sim_compare",

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from kubedra.api.codec import decode_object
 from kubedra.api.meta import KubeObject
+from kubedra.scheduler.policies.fragmentation import TaskShape
 from kubedra.sim.trace import MILLI, NodeSpec, TaskSpec
 
 DRIVER = "gpu.nvidia.com"
@@ -111,6 +112,14 @@ def gpus_taken(task: TaskSpec, mode: Mode) -> int:
 
 def milli_per_gpu(task: TaskSpec, mode: Mode) -> int:
     return task.gpu_milli if mode == "dra" else MILLI
+
+
+def task_shape(task: TaskSpec, mode: Mode) -> TaskShape:
+    """The task as the workload mix sees it: GPUs taken, milli each, CPU, accepted models."""
+    count = gpus_taken(task, mode)
+    if not count:
+        return TaskShape(0, 0, task.cpu_milli)
+    return TaskShape(count, milli_per_gpu(task, mode), task.cpu_milli, frozenset(task.gpu_spec))
 
 
 def template_name(task: TaskSpec, mode: Mode) -> str | None:

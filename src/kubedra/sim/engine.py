@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -39,14 +40,7 @@ from kubedra.errors import NotFound
 from kubedra.scheduler.policies import Policy, make_policy
 from kubedra.scheduler.scheduler import Outcome, Scheduler
 from kubedra.sim import convert
-from kubedra.sim.metrics import (
-    ClusterState,
-    FragMeter,
-    Placement,
-    TaskType,
-    percentile,
-    typical_types,
-)
+from kubedra.sim.metrics import ClusterState, FragMeter, Placement, percentile, typical_types
 from kubedra.sim.trace import Cluster, TaskSpec, Workload
 
 BASELINE = "device-plugin"
@@ -135,9 +129,10 @@ class Simulation:
             attach(self.scheduler)
         prime = getattr(self.policy, "prime", None)
         if prime_policy and callable(prime) and target:
-            prime(_shape_mix(target, self.mode))
+            # FGD's typical pods, as this mode's claims ask (whole GPUs under device-plugin)
+            prime(dict(typical_types(target, shape=partial(convert.task_shape, mode=self.mode))))
         self.state = ClusterState(cluster.nodes)
-        self.types: list[TaskType] = typical_types(list(target), typical_threshold)
+        self.types = typical_types(target, typical_threshold)
         self.frag = FragMeter(self.state, self.types)
         self._templates: set[str] = set()
         self.tasks: dict[str, TaskSpec] = {}
@@ -184,19 +179,11 @@ class Simulation:
         sched.refresh()
         outcomes = []
         while (pod := sched.queue.pop()) is not None:
-            self.hint(pod.name)
             outcome = sched.schedule(pod)
             outcomes.append(outcome)
             if outcome.node is not None:
                 self.record(outcome)
         return outcomes
-
-    def hint(self, name: str) -> None:
-        """Tell a policy that takes hints (`expect`) the shape of the next pod."""
-        expect = getattr(self.policy, "expect", None)
-        task = self.tasks.get(name)
-        if callable(expect) and task is not None:
-            expect(convert.gpus_taken(task, self.mode), convert.milli_per_gpu(task, self.mode))
 
     def record(self, outcome: Outcome) -> None:
         """Mirror a successful placement in `state` (our own accounting)."""
@@ -252,17 +239,6 @@ class Simulation:
         }
 
 
-def _shape_mix(tasks: Sequence[TaskSpec], mode: convert.Mode) -> dict[tuple[int, int], float]:
-    """The (GPU count, milli per GPU) mix of the GPU tasks, as the claims will ask."""
-    counts: dict[tuple[int, int], float] = {}
-    for t in tasks:
-        n = convert.gpus_taken(t, mode)
-        if n:
-            key = (n, convert.milli_per_gpu(t, mode))
-            counts[key] = counts.get(key, 0.0) + 1.0
-    return counts
-
-
 @contextmanager
 def simulation(cluster: Cluster, policy: str, **kwargs: Any) -> Iterator[Simulation]:
     with tempfile.TemporaryDirectory(prefix="kubedra-sim-") as tmp:
@@ -312,7 +288,6 @@ def run_saturate(
             pod = sched.queue.pop()
             if pod is None or pod.name != name:
                 raise AssertionError(f"queue order: expected {name}, got {pod and pod.name}")
-            sim.hint(name)
             outcome = sched.schedule(pod)
             if outcome.node is None:
                 failed += 1

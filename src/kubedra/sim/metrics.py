@@ -7,17 +7,23 @@ cannot use: all of it when m cannot run on n at all (not enough CPU, too few GPU
 free milli, a GPU model m does not accept; a task that asks for no GPU leaves all of it
 idle), otherwise the free milli of the GPUs whose free milli is below m's per-GPU milli. The
 cluster's fragmentation is sum_n sum_m p_m F_n(m), p_m the share of type m in the workload
-(upstream: `NodeGpuShareFragAmount`, `FragAmountSumExceptQ3`).
+(upstream: `NodeGpuShareFragAmount`, `FragAmountSumExceptQ3`). The measure itself is the one
+the `fragmentation` policy descends on (`node_fragmentation`); the state it is applied to is
+kept here, apart from the scheduler's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
-from kubedra.sim.trace import MILLI, NodeSpec, TaskSpec, task_types
+from kubedra.scheduler.policies.fragmentation import Mix, TaskShape, node_fragmentation
+from kubedra.sim.convert import task_shape
+from kubedra.sim.trace import MILLI, NodeSpec, TaskSpec
 
-TaskType = tuple[int, int, int, tuple[str, ...], float]  # cpu, num_gpu, milli, spec, p
+DRA_SHAPE: Callable[[TaskSpec], TaskShape] = partial(task_shape, mode="dra")
 
 
 @dataclass
@@ -79,45 +85,31 @@ class ClusterState:
         return sum(g == MILLI for s in self.nodes.values() for g in s.gpu_free)
 
 
-def typical_types(tasks: Sequence[TaskSpec], threshold: float = 1.0) -> list[TaskType]:
+def typical_types(
+    tasks: Sequence[TaskSpec],
+    threshold: float = 1.0,
+    shape: Callable[[TaskSpec], TaskShape] = DRA_SHAPE,
+) -> list[tuple[TaskShape, float]]:
     """Task types and their shares; with `threshold` < 1 only the most popular types that
     cover that share of tasks, renormalised (upstream's typical pods; 1.0 keeps all)."""
-    counts = sorted(task_types(tasks).items(), key=lambda kv: (-kv[1], kv[0]))
+    counts = sorted(
+        Counter(shape(t) for t in tasks).items(),
+        key=lambda kv: (-kv[1], kv[0].cpu_milli, kv[0].devices, kv[0].milli, sorted(kv[0].models)),
+    )
     total = sum(c for _, c in counts)
-    if not total:
-        return []
     chosen, covered = [], 0
     for key, c in counts:
         if covered >= threshold * total:
             break
         chosen.append((key, c))
         covered += c
-    return [(k[0], k[1], k[2], k[3], c / covered) for k, c in chosen]
-
-
-def node_fragmentation(
-    cpu_free: int, gpu_free: Sequence[int], model: str, types: Sequence[TaskType]
-) -> float:
-    """FGD's F_n(M) = sum_m p_m F_n(m), in GPU-milli."""
-    total = sum(gpu_free)
-    if total <= 0:
-        return 0.0
-    frag = 0.0
-    for cpu, num, milli, spec, p in types:
-        if milli <= 0 or (spec and model not in spec) or cpu_free < cpu:
-            frag += p * total
-            continue
-        if sum(g >= milli for g in gpu_free) >= num:
-            frag += p * sum(g for g in gpu_free if g < milli)
-        else:
-            frag += p * total
-    return frag
+    return [(k, c / covered) for k, c in chosen]
 
 
 class FragMeter:
     """Cluster fragmentation, recomputed only for the nodes that changed."""
 
-    def __init__(self, state: ClusterState, types: Sequence[TaskType]) -> None:
+    def __init__(self, state: ClusterState, types: Mix) -> None:
         self.state = state
         self.types = list(types)
         self._per_node: dict[str, float] = {}
@@ -125,9 +117,8 @@ class FragMeter:
     def total_milli(self) -> float:
         for name in self.state.changed:
             s = self.state.nodes[name]
-            self._per_node[name] = node_fragmentation(
-                s.cpu_free, s.gpu_free, s.spec.model, self.types
-            )
+            models = frozenset((s.spec.model,)) if s.spec.model else frozenset()
+            self._per_node[name] = node_fragmentation(s.gpu_free, self.types, s.cpu_free, models)
         self.state.changed.clear()
         return sum(self._per_node.values())
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -256,15 +256,6 @@ def fgd_arrivals(
 
 def prefix(workload: Workload, n: int | None) -> Workload:
     return workload if n is None else Workload(workload.tasks[:n], name=workload.name)
-
-
-def task_types(tasks: Sequence[TaskSpec]) -> dict[tuple[int, int, int, tuple[str, ...]], int]:
-    """Counts of (cpu_milli, num_gpu, gpu_milli, gpu_spec) task types (FGD's typical pods)."""
-    out: dict[tuple[int, int, int, tuple[str, ...]], int] = {}
-    for t in tasks:
-        key = (t.cpu_milli, t.num_gpu, t.gpu_milli, t.gpu_spec)
-        out[key] = out.get(key, 0) + 1
-    return out
 
 
 __all__ = [

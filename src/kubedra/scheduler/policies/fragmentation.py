@@ -1,77 +1,151 @@
-"""`fragmentation`: choose the placement that least increases expected GPU fragmentation.
+"""`fragmentation`: Fragmentation Gradient Descent (FGD; Weng et al., USENIX ATC 2023).
 
-In the spirit of "Beware of Fragmentation" (Weng et al., USENIX ATC 2023, FGD): for a task
-type m (m_n devices of m_milli each) a node's free GPU capacity is *fragmented* when m cannot
-run there at all (fewer than m_n devices with m_milli free: all of it) and otherwise on the
-devices whose free milli is below m_milli. The expected fragmentation of a node is the sum
-over the workload mix (probability p_m of type m) of what type m could not use; among the
-feasible placements the one whose fragmentation grows least (or shrinks most) wins, and
-binpacking breaks ties.
+FGD's measure: for a node n and a task type m of the workload (CPU, device count, milli per
+device, accepted device models), F_n(m) is the node's free device capacity that m cannot
+use: all of it when m cannot run on n at all (too little CPU left, no device model that m
+accepts, fewer than m's count of devices with m's milli free; a task that asks for no device
+leaves all of it idle), otherwise the free milli of the devices with less than m's milli
+free. A node's fragmentation is F_n = sum_m p_m F_n(m), p_m the share of type m in the
+workload mix. A pod goes where F grows least: its node score is FGD's integer score
+100·σ(−ΔF/1000), rounded down. Where FGD picks at random among equal scores, kubedra
+picks the node left with the least free device capacity (then by name): binpacking inside
+a score band, which leaves less capacity unallocated on the Alibaba trace (docs/results.md).
 
-Whole-device pods on exclusive devices see every device as 1000 milli free or none, which
-makes this the earlier whole-device rule (free devices fragmented for tasks needing more
-devices than are free). For shared GPUs (consumable capacity `gpu.nvidia.com/milli`, 1000
-per GPU) a device's free milli is read from the allocator state of the scheduler the policy
-is attached to (`attach(scheduler)`); the mix is the (device count, milli per device) shape
-of every placed pod, taken from the allocation results it was scored with, optionally
-primed with a known workload mix (`prime`). Unattached, shared devices count as used.
+Devices: a device used exclusively has 0 milli free, an unused one 1000. A shared device
+(consumable capacity `<driver>/milli`, 1000 per device) has what the allocator state of the
+attached scheduler says is not consumed. CPU: what the scheduler says is left of the
+node's allocatable. Models: the `productName` attribute of the node's devices (nodes are
+taken as holding one model each, as in the trace). The mix is primed with the target
+workload's task types (`prime`, what FGD calls typical pods) or observed from placed pods.
 """
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from kubedra.allocator import AllocatedState, DeviceOrder, DeviceRef, RequestKey
 from kubedra.api.core import Pod
 from kubedra.api.resource import ResourceClaim
+from kubedra.scheduler.nodes import pod_requests
 from kubedra.scheduler.policies.base import Candidate, Policy, grouped_order
 from kubedra.scheduler.view import ClusterView
 
 MILLI = 1000
 MILLI_CAPACITY = "milli"  # capacity name on the device; fully qualified: "<driver>/milli"
 _NANO = 10**9
-Shape = tuple[int, int]  # (devices, milli per device)
+# Scores differ by whole points; free capacity (milli, at most ~1e6 per node) only orders
+# candidates within one point.
+_FREE_WEIGHT = 1e-7
 
 
-class _HasAllocated(Protocol):
+@dataclass(frozen=True, slots=True)
+class TaskShape:
+    """One task type of the workload mix (FGD's typical pod)."""
+
+    devices: int = 0  # devices asked for; 0: a task without devices
+    milli: int = MILLI  # milli of each device (1000: the whole device)
+    cpu_milli: int = 0
+    models: frozenset[str] = frozenset()  # device models it accepts; empty: any
+
+    def accepts(self, models: frozenset[str]) -> bool:
+        return not self.models or not self.models.isdisjoint(models)
+
+
+Mix = Sequence[tuple[TaskShape, float]]
+
+
+def node_fragmentation(
+    free: Sequence[int], mix: Mix, cpu_free: int | None = None, models: frozenset[str] = frozenset()
+) -> float:
+    """FGD's F_n = sum_m p_m F_n(m) in milli, for a node whose devices have `free` milli
+    each, `cpu_free` CPU milli left (None: not limited) and devices of `models`."""
+    total = sum(free)
+    if total <= 0:
+        return 0.0
+    frag = 0.0
+    for shape, p in mix:
+        runs = (
+            shape.devices > 0
+            and shape.accepts(models)
+            and (cpu_free is None or cpu_free >= shape.cpu_milli)
+            and sum(f >= shape.milli for f in free) >= shape.devices
+        )
+        frag += p * (sum(f for f in free if f < shape.milli) if runs else total)
+    return frag
+
+
+def fgd_score(delta: float) -> int:
+    """FGD's node score for a fragmentation change of `delta` milli: 0..100, 50 for none."""
+    x = max(min(delta / MILLI, 700.0), -700.0)  # math.exp overflows past ~709
+    return int(100.0 / (1.0 + math.exp(x)))
+
+
+def placements(free: Sequence[int], shape: TaskShape) -> list[tuple[int, ...]]:
+    """The free-milli tuples (sorted) a node can be left with after placing `shape` as FGD
+    places it: one option per distinct device for a task sharing one device, else the least
+    sufficient devices; empty when it does not fit."""
+    before = sorted(free)
+    if shape.devices <= 0:
+        return [tuple(before)]
+    fits = [i for i, f in enumerate(before) if f >= shape.milli]
+    if len(fits) < shape.devices:
+        return []
+    if shape.devices == 1 and shape.milli < MILLI:
+        chosen = [[i] for i in sorted({before[i]: i for i in fits}.values())]
+    else:
+        chosen = [fits[: shape.devices]]
+    out = []
+    for picks in chosen:
+        after = list(before)
+        for i in picks:
+            after[i] -= shape.milli
+        out.append(tuple(sorted(after)))
+    return out
+
+
+class _SchedulerState(Protocol):
     def allocated(self) -> AllocatedState: ...
+
+    def cpu_free(self, node: str) -> int | None: ...
 
 
 class Fragmentation(Policy):
     name = "fragmentation"
-    candidates = 16
+    candidates = 4
 
     def __init__(self) -> None:
-        self.mix: Counter[int] = Counter()  # devices per placed pod (whole-device view)
-        self.shapes: Counter[Shape] = Counter()  # (devices, milli per device) per placed pod
-        self.prior: dict[Shape, float] = {}
-        self._state: Callable[[], AllocatedState] | None = None
-        self._last: Shape | None = None
-        self._expect: Shape | None = None
-        self._memo: dict[tuple[int, ...], float] = {}
+        self.observed: Counter[TaskShape] = Counter()
+        self.prior: dict[TaskShape, float] = {}
+        self._scheduler: _SchedulerState | None = None
+        self._pod: TaskShape | None = None  # the pod being placed (from `prepare`)
+        self._mix: list[tuple[TaskShape, float]] | None = None
+        self._cpu_steps: list[int] = []  # the mix's distinct CPU requests, ascending
+        self._memo: dict[tuple[tuple[int, ...], int, frozenset[str]], float] = {}
+        # (pod shape, free milli, CPU band before and after, models) -> best rating
+        self._ratings: dict[
+            tuple[TaskShape, tuple[int, ...], int, int, frozenset[str]], float | None
+        ] = {}
 
     # --- inputs ---------------------------------------------------------------------------
 
-    def attach(self, scheduler: _HasAllocated) -> None:
-        """Read per-device consumed capacity from this scheduler's allocator state."""
-        self._state = scheduler.allocated
+    def attach(self, scheduler: _SchedulerState) -> None:
+        """Read consumed device capacity and free CPU from this scheduler."""
+        self._scheduler = scheduler
 
-    def prime(self, shapes: Mapping[Shape, float]) -> None:
-        """Use a known mix of (devices, milli per device) shapes (counts or weights) instead
-        of the observed one, as FGD uses the trace's typical pods."""
-        self.prior = {k: float(v) for k, v in shapes.items() if k[0] > 0}
-        self._memo.clear()
-
-    def expect(self, devices: int, milli: int) -> None:
-        """The shape of the pod about to be scheduled (a hint: nodes are then ranked by the
-        exact fragmentation increase, so the first candidates are FGD's best)."""
-        self._expect = (devices, milli) if devices > 0 else None
+    def prime(self, mix: Mapping[TaskShape, float]) -> None:
+        """Use a known workload mix (counts or weights) instead of the observed one, as FGD
+        uses the target workload's typical pods."""
+        self.prior = {k: float(v) for k, v in mix.items() if v > 0}
+        self._forget()
 
     def prepare(self, pod: Pod, claims: Sequence[ResourceClaim]) -> None:
-        """The pod's shape from its unallocated claims: devices asked for, and the milli
-        per device when a request asks for a `milli` capacity (else whole devices)."""
+        """The pod's shape: devices its unallocated claims ask for, the milli per device
+        where a request asks for a `milli` capacity (else whole devices), its CPU."""
         devices, milli = 0, MILLI
         for claim in claims:
             if claim.status is not None and claim.status.allocation is not None:
@@ -87,49 +161,53 @@ class Fragmentation(Policy):
                 milli = next(
                     (q.value() for k, q in asked.items() if k.endswith(MILLI_CAPACITY)), milli
                 )
-        self.expect(devices, milli)
+        cpu = pod_requests(pod).get("cpu")
+        self._pod = TaskShape(devices, milli, cpu.milli_value() if cpu is not None else 0)
 
     def observe(self, devices: int) -> None:
-        if devices > 0:
-            self.mix[devices] += 1
-            shape = self._last if self._last is not None and self._last[0] == devices else None
-            self.shapes[shape or (devices, MILLI)] += 1
-            if not self.prior:
-                self._memo.clear()
-        self._last = None
-        self._expect = None
+        pod = self._pod if self._pod is not None and self._pod.devices == devices else None
+        self.observed[pod or TaskShape(devices)] += 1
+        if not self.prior:
+            self._forget()
+        self._pod = None
+
+    def _forget(self) -> None:
+        self._mix = None
+        self._memo.clear()
+        self._ratings.clear()
 
     # --- the measure ----------------------------------------------------------------------
 
-    def expected_fragmentation(self, free: int) -> float:
-        """Free whole devices that a task drawn from the mix could not use."""
-        return self.expected_fragmentation_milli([MILLI] * max(free, 0)) / MILLI
+    def mix(self) -> list[tuple[TaskShape, float]]:
+        """The mix as shares: the primed one if any, else the shapes placed so far."""
+        if self._mix is None:
+            counts: Mapping[TaskShape, float] = self.prior or self.observed
+            total = sum(counts.values())
+            self._mix = [(s, n / total) for s, n in counts.items()] if total else []
+            self._cpu_steps = sorted({s.cpu_milli for s, _ in self._mix})
+        return self._mix
 
-    def weights(self) -> list[tuple[Shape, float]]:
-        """The mix: the primed one if any, else the shapes placed so far."""
-        counts: dict[Shape, float] = dict(self.prior) if self.prior else dict(self.shapes)
-        total = sum(counts.values())
-        return [(s, n / total) for s, n in counts.items()] if total else []
-
-    def expected_fragmentation_milli(
-        self, free: Sequence[int], weights: Sequence[tuple[Shape, float]] | None = None
+    def fragmentation(
+        self, free: tuple[int, ...], cpu_free: int | None, models: frozenset[str]
     ) -> float:
-        """FGD's F_n(M) for a node whose devices have `free` milli each (GPU part only)."""
-        total = sum(free)
-        if total <= 0:
-            return 0.0
-        frag = 0.0
-        for (count, milli), p in self.weights() if weights is None else weights:
-            if sum(f >= milli for f in free) >= count:
-                frag += p * sum(f for f in free if f < milli)
-            else:
-                frag += p * total
-        return frag
+        """F_n under the current mix, memoised: only the band of `cpu_free` between two of
+        the mix's CPU requests can change it."""
+        mix = self.mix()
+        key = (free, self._band(cpu_free), models)
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = node_fragmentation(free, mix, cpu_free, models)
+        return got
+
+    def _band(self, cpu_free: int | None) -> int:
+        if cpu_free is None:
+            return len(self._cpu_steps)
+        return bisect.bisect_right(self._cpu_steps, cpu_free)
 
     def free_milli(self, view: ClusterView, node: str) -> dict[DeviceRef, int]:
         """Free milli of each device of a node (1000 or 0 for exclusive use)."""
         nd = view.nodes[node]
-        state = self._state() if self._state is not None else None
+        state = self._scheduler.allocated() if self._scheduler is not None else None
         out: dict[DeviceRef, int] = {}
         for refs in nd.devices.values():
             for ref in refs:
@@ -144,57 +222,51 @@ class Fragmentation(Policy):
                     out[ref] = MILLI
         return out
 
+    def _rate(
+        self, view: ClusterView, node: str, before: tuple[int, ...], options: list[tuple[int, ...]]
+    ) -> float | None:
+        """The best of FGD's scores for leaving the node's devices at one of `options`
+        instead of `before`, less a tie-break on the capacity left; None: no option."""
+        cpu = self._scheduler.cpu_free(node) if self._scheduler is not None else None
+        models = view.nodes[node].models
+        pod_cpu = self._pod.cpu_milli if self._pod is not None else 0
+        cpu_after = None if cpu is None else cpu - pod_cpu
+        base = self.fragmentation(before, cpu, models)
+        return max(
+            (
+                fgd_score(self.fragmentation(after, cpu_after, models) - base)
+                - _FREE_WEIGHT * sum(after)
+                for after in options
+            ),
+            default=None,
+        )
+
     # --- the policy -----------------------------------------------------------------------
 
-    def _frag(self, free: tuple[int, ...]) -> float:
-        """Memoised fragmentation of a sorted free-milli tuple under the current mix."""
-        got = self._memo.get(free)
-        if got is None:
-            got = self._memo[free] = self.expected_fragmentation_milli(free)
-        return got
-
-    def best_delta(self, free: Sequence[int], shape: Shape) -> tuple[float, int] | None:
-        """The least fragmentation increase of placing `shape` on a node with `free` milli
-        per device (choosing the devices as FGD does), and the milli left; None: no fit."""
-        count, milli = shape
-        before = tuple(sorted(free))
-        fits = [i for i, f in enumerate(before) if f >= milli]
-        if len(fits) < count:
-            return None
-        options = [fits[:count]] if count > 1 or milli >= MILLI else [[i] for i in fits]
-        best: float | None = None
-        for chosen in options:
-            after = list(before)
-            for i in chosen:
-                after[i] -= milli
-            frag = self._frag(tuple(sorted(after)))
-            best = frag if best is None else min(best, frag)
-        assert best is not None
-        return best - self._frag(before), sum(before) - count * milli
+    def best_rating(self, view: ClusterView, node: str) -> float | None:
+        """The best rating of the pod being placed on `node`; None: it does not fit."""
+        pod = self._pod
+        assert pod is not None
+        before = tuple(sorted(self.free_milli(view, node).values()))
+        cpu = self._scheduler.cpu_free(node) if self._scheduler is not None else None
+        after_band = self._band(None if cpu is None else cpu - pod.cpu_milli)
+        key = (pod, before, self._band(cpu), after_band, view.nodes[node].models)
+        if key not in self._ratings:
+            self._ratings[key] = self._rate(view, node, before, placements(before, pod))
+        return self._ratings[key]
 
     def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
-        if self._state is None:
+        if self._pod is None or not self.mix():  # nothing known yet: fullest first
             return sorted(nodes, key=lambda n: view.nodes[n].free())
-        shape = self._expect
-        if shape is not None and self.weights():
-            keyed: list[tuple[tuple[int, float, int], str]] = []
-            for n in nodes:
-                found = self.best_delta(list(self.free_milli(view, n).values()), shape)
-                keyed.append(((0, found[0], found[1]) if found else (1, 0.0, 0), n))
-            keyed.sort(key=lambda kn: kn[0])  # stable: names break ties
-            return [n for _, n in keyed]
-        # Fullest first by free milli; nodes with nothing free last (they rarely fit).
-        totals = {n: sum(self.free_milli(view, n).values()) for n in nodes}
-        return sorted(
-            nodes, key=lambda n: (totals[n] == 0 and view.nodes[n].total() > 0, totals[n])
-        )
+        keyed = [(self.best_rating(view, n), n) for n in nodes]
+        fitting = [(-r, n) for r, n in keyed if r is not None]
+        fitting.sort()
+        return [n for _, n in fitting] + [n for r, n in keyed if r is None]
 
     def device_order(self, view: ClusterView, node: str) -> DeviceOrder | None:
         return grouped_order(view, node, fullest_first=True)
 
     def device_orders(self, view: ClusterView, node: str) -> Sequence[DeviceOrder | None]:
-        if self._state is None:
-            return [self.device_order(view, node)]
         free = self.free_milli(view, node)
         if all(f in (0, MILLI) for f in free.values()):
             return [self.device_order(view, node)]
@@ -209,9 +281,7 @@ class Fragmentation(Policy):
 
     def score(self, view: ClusterView, candidate: Candidate) -> float:
         free = self.free_milli(view, candidate.node)
-        before = list(free.values())
         after = dict(free)
-        milli_each = MILLI
         for result in candidate.results:
             for r in result.devices.results:
                 ref = DeviceRef(r.driver, r.pool, r.device)
@@ -223,13 +293,9 @@ class Fragmentation(Policy):
                 q = r.consumed_capacity.get(MILLI_CAPACITY) or r.consumed_capacity.get(
                     f"{r.driver}/{MILLI_CAPACITY}"
                 )
-                taken = q.nanos // _NANO if q is not None else MILLI
-                after[ref] = max(after[ref] - taken, 0)
-                milli_each = taken
-        if candidate.refs:
-            self._last = (len(candidate.refs), milli_each)
-        weights = self.weights()
-        delta = self.expected_fragmentation_milli(
-            list(after.values()), weights
-        ) - self.expected_fragmentation_milli(before, weights)
-        return (-delta - sum(after.values()) / MILLI / 1000.0) / MILLI
+                after[ref] = max(after[ref] - (q.nanos // _NANO if q is not None else MILLI), 0)
+        rating = self._rate(
+            view, candidate.node, tuple(sorted(free.values())), [tuple(sorted(after.values()))]
+        )
+        assert rating is not None
+        return rating
