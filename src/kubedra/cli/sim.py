@@ -34,6 +34,11 @@ def _common(fn: F) -> F:
         click.option("--seed", type=int, default=42, show_default=True),
         click.option("--mode", type=MODES, default="saturate", show_default=True),
         click.option("--max-pods", type=int, help="Only the first N arrivals."),
+        click.option(
+            "--load",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Replay: scale arrival times to this offered GPU load (1.0 = capacity).",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -45,7 +50,14 @@ def _common(fn: F) -> F:
 @_common
 @fails_cleanly
 def run(
-    policy: str, nodes: str, pods: str, out: str, seed: int, mode: str, max_pods: int | None
+    policy: str,
+    nodes: str,
+    pods: str,
+    out: str,
+    seed: int,
+    mode: str,
+    max_pods: int | None,
+    load: float | None,
 ) -> None:
     """One policy: prints the final GPU allocation ratio and fragmentation."""
     sim_run(
@@ -56,6 +68,7 @@ def run(
         seed=seed,
         mode=mode,  # type: ignore[arg-type]
         max_pods=max_pods,
+        load=load,
         echo=click.echo,
     )
 
@@ -74,6 +87,7 @@ def compare(
     seed: int,
     mode: str,
     max_pods: int | None,
+    load: float | None,
 ) -> None:
     """Several policies side by side on the same arrivals."""
     sim_compare(
@@ -84,6 +98,7 @@ def compare(
         seed=seed,
         mode=mode,  # type: ignore[arg-type]
         max_pods=max_pods,
+        load=load,
         jobs=jobs,
         echo=click.echo,
     )
