@@ -49,28 +49,9 @@ def _common(fn: F) -> F:
 @click.option("--policy", required=True, help="A placement policy, or device-plugin.")
 @_common
 @fails_cleanly
-def run(
-    policy: str,
-    nodes: str,
-    pods: str,
-    out: str,
-    seed: int,
-    mode: str,
-    max_pods: int | None,
-    load: float | None,
-) -> None:
+def run(policy: str, **options: Any) -> None:
     """One policy: prints the final GPU allocation ratio and fragmentation."""
-    sim_run(
-        nodes,
-        pods,
-        policy,
-        out,
-        seed=seed,
-        mode=mode,  # type: ignore[arg-type]
-        max_pods=max_pods,
-        load=load,
-        echo=click.echo,
-    )
+    sim_run(policy=policy, echo=click.echo, **options)
 
 
 @sim.command("compare")
@@ -78,30 +59,9 @@ def run(
 @click.option("--jobs", type=int, default=1, show_default=True, help="Runs in parallel.")
 @_common
 @fails_cleanly
-def compare(
-    policies: tuple[str, ...],
-    jobs: int,
-    nodes: str,
-    pods: str,
-    out: str,
-    seed: int,
-    mode: str,
-    max_pods: int | None,
-    load: float | None,
-) -> None:
+def compare(policies: tuple[str, ...], jobs: int, **options: Any) -> None:
     """Several policies side by side on the same arrivals."""
-    sim_compare(
-        nodes,
-        pods,
-        policies,
-        out,
-        seed=seed,
-        mode=mode,  # type: ignore[arg-type]
-        max_pods=max_pods,
-        load=load,
-        jobs=jobs,
-        echo=click.echo,
-    )
+    sim_compare(policies=policies, jobs=jobs, echo=click.echo, **options)
 
 
 @sim.command("report")
