@@ -237,3 +237,21 @@ def test_claim_generated_for_an_unschedulable_pod_is_kept_and_reused(store: Sqli
     (second,) = scheduler.run_once()  # the new node wakes the pod; its claim is reused
     assert second.node == "n2"
     assert [c.name for c in store.list(ResourceClaim)] == [claim.name]
+
+
+def test_a_pod_like_one_that_fit_nowhere_fails_the_same_way_until_something_is_freed(store: SqliteStore) -> None:
+    gpu_node(store, "n1", gpus=1)
+    gpu_template(store, "one", 1)
+    for name in ("a", "b", "c"):
+        gpu_pod(store, name, template="one")
+    scheduler = Scheduler(store)
+    a, b, c = scheduler.run_once()
+    assert a.node == "n1" and b.node is None and c.node is None
+    assert b.message == c.message and "0/1 nodes are available" in (c.message or "")
+    assert len(scheduler._failed) == 1  # c was answered from b's failure
+    end(store, "a")
+    scheduler.refresh()
+    scheduler.release_ended()  # the GPU is free again: the memo is forgotten
+    assert scheduler._failed == {}
+    scheduler.queue.wake_all()
+    assert sorted(str(o.node) for o in scheduler.run_once()) == ["None", "n1"]

@@ -71,7 +71,10 @@ class SchedulingQueue:
         key = pod_key(pod)
         attempts = self._attempts.get(key, 0) + 1
         self._attempts[key] = attempts
-        wait: float = min(INITIAL_BACKOFF_S * 2.0 ** (attempts - 1), MAX_BACKOFF_S)
+        # The exponent is capped: the wait stops growing at MAX_BACKOFF_S long before 2.0**n
+        # overflows (a pod retried after every release can fail thousands of times).
+        doublings = min(attempts - 1, 64)
+        wait: float = min(INITIAL_BACKOFF_S * 2.0**doublings, MAX_BACKOFF_S)
         self._backoff_until[key] = self.clock() + wait
         return wait
 

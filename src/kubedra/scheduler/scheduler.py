@@ -130,6 +130,10 @@ class Scheduler:
         # Claims signature -> how many leading nodes of the (stable) ranked list are known
         # infeasible: first-fit resumes there instead of rescanning full nodes.
         self._cursor: dict[bytes, int] = {}
+        # Pod signature (claims, requests, node constraints) -> why it fit nowhere. Placing
+        # pods only takes resources away, so a pod like it fails the same way until something
+        # is freed or changed (an equivalence cache, as the kube-scheduler once had).
+        self._failed: dict[bytes, str] = {}
 
     # --- public -----------------------------------------------------------------------
 
@@ -242,6 +246,7 @@ class Scheduler:
             self._forget_infeasible()
         if isinstance(obj, Pod) and obj.spec.node_name:
             self._usage = None  # a pending pod uses nothing on any node yet
+            self._failed.clear()  # CPU or memory may have been freed
         if isinstance(obj, Pod):
             if not deleted and self._is_pending(obj):
                 self.queue.add(obj)
@@ -259,6 +264,7 @@ class Scheduler:
     def _forget_infeasible(self) -> None:
         self._infeasible.clear()
         self._cursor.clear()
+        self._failed.clear()
 
     def _mine(self, obj: T) -> T:
         """Note a write of this scheduler, so refresh does not treat it as news."""
@@ -419,6 +425,18 @@ class Scheduler:
         view = self.view()
         found: list[Candidate] = []
         signature = _claims_signature(pod, claims)
+        equivalent = signature + msgspec.json.encode(
+            [
+                pod.spec.node_name,
+                pod.spec.node_selector,
+                pod.spec.affinity,
+                pod.spec.tolerations,
+                pod_requests(pod),
+            ],
+            enc_hook=str,
+        )
+        if equivalent in self._failed:
+            raise Unschedulable(self._failed[equivalent])
         self.policy.prepare(pod, claims)
         ranked = self.policy.rank_nodes(view, fitting)
         stable = ranked is fitting  # the same list every time: resume at the cursor
@@ -443,11 +461,13 @@ class Scheduler:
                 break
         if not found:
             detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
-            raise Unschedulable(
+            why = (
                 f"0/{len(nodes)} nodes are available: {detail}."
                 if detail
                 else f"0/{len(nodes)} nodes are available."
             )
+            self._failed[equivalent] = why
+            raise Unschedulable(why)
         return max(found, key=lambda c: self.policy.score(view, c))  # first best wins ties
 
     def _fitting_nodes(

@@ -192,25 +192,25 @@ def sim_report(
     started = time.perf_counter()
     batch: list[Job] = []
     present = [(s, label, ps) for s, label, ps in variants if (data / f"{s}.csv").exists()]
+    replay_stem = present[0][0] if present else "openb_pod_list_default"
+    if replay_pods != 0:  # the longest runs first
+        batch += [
+            Job(str(nodes), str(data / f"{replay_stem}.csv"), p, seed, "replay", replay_pods,
+                1.3, progress, replay_load)
+            for p in replay_policies
+        ]  # fmt: skip
     for stem, _, policies in present:
         batch += [
             Job(str(nodes), str(data / f"{stem}.csv"), p, seed, "saturate", max_pods, 1.3,
                 progress)
             for p in policies
         ]  # fmt: skip
-    replay_stem = present[0][0] if present else "openb_pod_list_default"
     extra_seeds = [s for s in seeds if s != seed] if present else []
     batch += [
         Job(str(nodes), str(data / f"{replay_stem}.csv"), "fragmentation", s, "saturate",
             max_pods, 1.3, progress)
         for s in extra_seeds
     ]  # fmt: skip
-    if replay_pods != 0:
-        batch += [
-            Job(str(nodes), str(data / f"{replay_stem}.csv"), p, seed, "replay", replay_pods,
-                1.3, progress, replay_load)
-            for p in replay_policies
-        ]  # fmt: skip
     results = _run_jobs(batch, jobs)
     by_key: dict[tuple[str, str, str], RunResult] = {
         (Path(j.pods).stem, j.mode, j.policy): r
