@@ -259,12 +259,12 @@ def compress(workload: Workload, capacity_milli: int, load: float) -> Workload:
     demand times runtime over the span of arrivals, is `load` x the capacity; runtimes kept.
     The openb lists offer about 0.2 %: their pods are spread over 149 days, so a replay at
     trace time never contends."""
-    timed = [t for t in workload.tasks if t.deletion is not None]
-    if not timed or capacity_milli <= 0:
+    runtimes = [(t.demand_milli, t.deletion - t.creation) for t in workload.tasks if t.deletion]
+    if not runtimes or capacity_milli <= 0:
         return workload
     start = min(t.creation for t in workload.tasks)
     span = max(t.creation for t in workload.tasks) - start
-    work = sum(t.demand_milli * (t.deletion - t.creation) for t in timed if t.deletion)
+    work = sum(demand * runtime for demand, runtime in runtimes)
     if span <= 0 or work <= 0:
         return workload
     factor = work / (load * capacity_milli * span)  # new span / old span

@@ -222,13 +222,19 @@ class Fragmentation(Policy):
                     out[ref] = MILLI
         return out
 
+    def _cpu_free(self, node: str) -> int | None:
+        return self._scheduler.cpu_free(node) if self._scheduler is not None else None
+
     def _rate(
-        self, view: ClusterView, node: str, before: tuple[int, ...], options: list[tuple[int, ...]]
+        self,
+        before: tuple[int, ...],
+        options: list[tuple[int, ...]],
+        cpu: int | None,
+        models: frozenset[str],
     ) -> float | None:
-        """The best of FGD's scores for leaving the node's devices at one of `options`
-        instead of `before`, less a tie-break on the capacity left; None: no option."""
-        cpu = self._scheduler.cpu_free(node) if self._scheduler is not None else None
-        models = view.nodes[node].models
+        """The best of FGD's scores for leaving a node's devices at one of `options` instead
+        of `before` (with `cpu` left before the pod), less a tie-break on the capacity left;
+        None: no option."""
         pod_cpu = self._pod.cpu_milli if self._pod is not None else 0
         cpu_after = None if cpu is None else cpu - pod_cpu
         base = self.fragmentation(before, cpu, models)
@@ -248,11 +254,11 @@ class Fragmentation(Policy):
         pod = self._pod
         assert pod is not None
         before = tuple(sorted(self.free_milli(view, node).values()))
-        cpu = self._scheduler.cpu_free(node) if self._scheduler is not None else None
+        cpu, models = self._cpu_free(node), view.nodes[node].models
         after_band = self._band(None if cpu is None else cpu - pod.cpu_milli)
-        key = (pod, before, self._band(cpu), after_band, view.nodes[node].models)
+        key = (pod, before, self._band(cpu), after_band, models)
         if key not in self._ratings:
-            self._ratings[key] = self._rate(view, node, before, placements(before, pod))
+            self._ratings[key] = self._rate(before, placements(before, pod), cpu, models)
         return self._ratings[key]
 
     def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
@@ -294,8 +300,12 @@ class Fragmentation(Policy):
                     f"{r.driver}/{MILLI_CAPACITY}"
                 )
                 after[ref] = max(after[ref] - (q.nanos // _NANO if q is not None else MILLI), 0)
+        node = candidate.node
         rating = self._rate(
-            view, candidate.node, tuple(sorted(free.values())), [tuple(sorted(after.values()))]
+            tuple(sorted(free.values())),
+            [tuple(sorted(after.values()))],
+            self._cpu_free(node),
+            view.nodes[node].models,
         )
         assert rating is not None
         return rating
