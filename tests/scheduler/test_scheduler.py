@@ -13,7 +13,7 @@ from kubedra.api.resource import ResourceClaim
 from kubedra.cluster import SqliteStore
 from kubedra.errors import NotFound
 from kubedra.scheduler.claims import POD_CLAIM_NAME_ANNOTATION
-from kubedra.scheduler.scheduler import Scheduler
+from kubedra.scheduler.scheduler import Scheduler, Unschedulable
 from tests.scheduler.cluster import gpu_node, gpu_pod, gpu_template, new_store
 
 
@@ -249,9 +249,14 @@ def test_a_pod_like_one_that_fit_nowhere_fails_the_same_way_until_something_is_f
     assert a.node == "n1" and b.node is None and c.node is None
     assert b.message == c.message and "0/1 nodes are available" in (c.message or "")
     assert len(scheduler._failed) == 1  # c was answered from b's failure
+    (equivalent,) = scheduler._failed
     end(store, "a")
     scheduler.refresh()
-    scheduler.release_ended()  # the GPU is free again: the memo is forgotten
-    assert scheduler._failed == {}
+    scheduler.release_ended()  # the GPU is free again: only n1 is worth a retry
+    assert scheduler._retry_scope(equivalent) == {"n1"}
     scheduler.queue.wake_all()
-    assert sorted(str(o.node) for o in scheduler.run_once()) == ["None", "n1"]
+    outcomes = sorted(scheduler.run_once(), key=lambda o: str(o.node))
+    assert [str(o.node) for o in outcomes] == ["None", "n1"]
+    assert outcomes[0].message == b.message  # the loser fails as before, from n1 alone
+    with pytest.raises(Unschedulable):  # and nothing was freed since
+        scheduler._retry_scope(equivalent)

@@ -23,10 +23,11 @@ from kubedra.sim.trace import (
     NodeSpec,
     TaskSpec,
     Workload,
-    compress,
     fgd_arrivals,
     load_cluster,
     load_workload,
+    poisson_stream,
+    sample_cluster,
     workload_from_yaml,
 )
 
@@ -206,14 +207,35 @@ def test_node_fragmentation_of_the_cluster() -> None:
     assert FragMeter(state, typical_types(list(TASKS))).ratio() == pytest.approx(0.1)  # T4 type vs node-b
 
 
-def test_compress_scales_arrivals_to_an_offered_load() -> None:
-    tasks = (task("a", 1, 1000, t0=50, t1=150), task("b", 1, 500, t0=1050, t1=1250), task("c", 0, 0, t0=550, t1=None))
-    # Offered work: 1000 x 100 + 500 x 200 = 200,000 milli-s; over a 1000 s span at a load of
-    # 1.0 on 1000 milli of capacity that takes 200 s: arrivals move 5x closer, runtimes stay.
-    out = compress(Workload(tasks, "w"), 1000, 1.0)
-    assert [(t.name, t.creation, t.deletion) for t in out.tasks] == [("a", 50, 150), ("b", 250, 450), ("c", 150, None)]
-    half = compress(Workload(tasks, "w"), 1000, 0.5)  # half the load: twice the span
-    assert [t.creation for t in half.tasks] == [50, 450, 250]
+def test_poisson_stream_offers_the_load_inside_its_window() -> None:
+    tasks = (task("short", 1, 500, t0=0, t1=100), task("long", 2, 1000, t0=5, t1=None), task("cpu", 0, 0, t0=9, t1=19))
+    horizon, capacity = 20_000.0, 5_000_000
+    many = poisson_stream(Workload(tasks, "w"), capacity, 0.8, horizon_s=horizon, seed=7)
+    # Per arrival, integrated over the window: short 500 x (100 x 20,000 - 100^2 / 2), long
+    # (never ends) 2000 x 20,000^2 / 2, cpu nothing; the rate is 0.8 x capacity x horizon
+    # over their mean: 11,970 arrivals expected in the window.
+    mean_work = (500 * (100 * horizon - 100**2 / 2) + 2000 * horizon**2 / 2) / 3
+    assert round(0.8 * capacity * horizon / mean_work * horizon) == 11970
+    assert len(many.tasks) == pytest.approx(11970, rel=0.03)
+    offered = sum(t.demand_milli * ((min(t.deletion, horizon) if t.deletion else horizon) - t.creation) for t in many.tasks)
+    assert offered / (capacity * horizon) == pytest.approx(0.8, rel=0.03)
+    times = [t.creation for t in many.tasks]
+    assert times == sorted(times) and 0 < times[0] and times[-1] < horizon
+    assert {None if t.deletion is None else round(t.deletion - t.creation, 6) for t in many.tasks} == {100, None, 10}
+    assert len({t.name for t in many.tasks}) == len(many.tasks)
+    again = poisson_stream(Workload(tasks, "w"), capacity, 0.8, horizon_s=horizon, seed=7)
+    assert again == many  # the seed fixes the stream
+    with pytest.raises(ValueError, match="load and horizon"):
+        poisson_stream(Workload(tasks, "w"), capacity, 0, horizon_s=horizon, seed=7)
+
+
+def test_sample_cluster_keeps_the_mix() -> None:
+    nodes = tuple(NodeSpec(f"t{i}", 8000, 1024, 2, "T4") for i in range(8)) + tuple(NodeSpec(f"v{i}", 8000, 1024, 8, "V100M32") for i in range(4))
+    half = sample_cluster(Cluster(nodes), 0.5, seed=1)
+    assert sorted(n.model for n in half.nodes) == ["T4"] * 4 + ["V100M32"] * 2
+    assert sample_cluster(Cluster(nodes), 0.5, seed=1) == half and sample_cluster(Cluster(nodes), 1.0, seed=1).nodes == nodes
+    with pytest.raises(ValueError, match="share"):
+        sample_cluster(Cluster(nodes), 0.0, seed=1)
 
 
 def test_replay_queues_until_a_departure() -> None:
@@ -227,6 +249,8 @@ def test_replay_queues_until_a_departure() -> None:
     pending = {row["time_s"]: row["pending"] for row in r.rows}
     assert pending[5.0] == 1 and pending[10.0] == 0
     assert r.rows[-1]["alloc_pct"] == 0.0
+    # means over the arrival window [0, 6]: the GPU is held throughout, b waits from 5
+    assert s["mean_alloc_pct"] == 100.0 and s["mean_pending"] == pytest.approx(1 / 6)
 
 
 def test_yaml_inputs(tmp_path: Path) -> None:

@@ -37,7 +37,22 @@ def _common(fn: F) -> F:
         click.option(
             "--load",
             type=click.FloatRange(min=0, min_open=True),
-            help="Replay: scale arrival times to this offered GPU load (1.0 = capacity).",
+            help="Replay a Poisson stream drawn from the trace that offers this GPU load "
+            "(1.0 = capacity) instead of the trace's own times.",
+        ),
+        click.option(
+            "--horizon-h",
+            type=click.FloatRange(min=0, min_open=True),
+            default=6.0,
+            show_default=True,
+            help="Replay with --load: hours of arrivals.",
+        ),
+        click.option(
+            "--cluster-share",
+            type=click.FloatRange(min=0, max=1, min_open=True),
+            default=1.0,
+            show_default=True,
+            help="Simulate this share of the nodes (drawn per GPU model by the seed).",
         ),
     ]
     for option in reversed(options):

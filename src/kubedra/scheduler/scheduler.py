@@ -130,10 +130,12 @@ class Scheduler:
         # Claims signature -> how many leading nodes of the (stable) ranked list are known
         # infeasible: first-fit resumes there instead of rescanning full nodes.
         self._cursor: dict[bytes, int] = {}
-        # Pod signature (claims, requests, node constraints) -> why it fit nowhere. Placing
-        # pods only takes resources away, so a pod like it fails the same way until something
-        # is freed or changed (an equivalence cache, as the kube-scheduler once had).
-        self._failed: dict[bytes, str] = {}
+        # Pod signature (claims, requests, node constraints) -> why it fit nowhere, and the
+        # length of `_freed` then. Placing pods only takes resources away, so a pod like it
+        # can only fit on a node freed since (an equivalence cache, as the kube-scheduler
+        # once had, narrowed like upstream's queueing hints to what an event can change).
+        self._failed: dict[bytes, tuple[str, int]] = {}
+        self._freed: list[str] = []  # nodes where devices, CPU or memory were freed, in order
 
     # --- public -----------------------------------------------------------------------
 
@@ -244,15 +246,17 @@ class Scheduler:
         if isinstance(obj, DeviceClass):
             self._classes = None
             self._forget_infeasible()
-        if isinstance(obj, Pod) and obj.spec.node_name:
-            self._usage = None  # a pending pod uses nothing on any node yet
-            self._failed.clear()  # CPU or memory may have been freed
         if isinstance(obj, Pod):
+            ended = deleted or (obj.status is not None and obj.status.phase in ENDED_PHASES)
+            if obj.spec.node_name:
+                self._usage = None  # a pending pod uses nothing on any node yet
+                if ended:
+                    self._note_freed({obj.spec.node_name})  # its CPU and memory
             if not deleted and self._is_pending(obj):
                 self.queue.add(obj)
             else:
                 self.queue.remove(pod_key(obj))
-            return deleted or (obj.status is not None and obj.status.phase in ENDED_PHASES)
+            return ended
         return isinstance(obj, WAKING_KINDS)
 
     def _invalidate(self) -> None:
@@ -265,6 +269,25 @@ class Scheduler:
         self._infeasible.clear()
         self._cursor.clear()
         self._failed.clear()
+        self._freed.clear()
+
+    def _note_freed(self, nodes: set[str]) -> None:
+        """Something was freed on `nodes` only: just they can turn feasible again."""
+        self._freed.extend(sorted(nodes))
+        for infeasible in self._infeasible.values():
+            infeasible -= nodes
+        self._cursor.clear()  # a freed node may sit before a resume point
+
+    def _retry_scope(self, equivalent: bytes) -> set[str] | None:
+        """The nodes worth trying for a pod like one that fit nowhere (those freed since);
+        None for a pod not seen failing. Raises when nothing was freed since."""
+        failed = self._failed.get(equivalent)
+        if failed is None:
+            return None
+        why, seen = failed
+        if seen == len(self._freed):
+            raise Unschedulable(why)
+        return set(self._freed[seen:])
 
     def _mine(self, obj: T) -> T:
         """Note a write of this scheduler, so refresh does not treat it as news."""
@@ -413,7 +436,6 @@ class Scheduler:
         reasons: dict[str, int] = {}
         self.nodes()
         nodes = self._nodes_by_name
-        fitting = self._fitting_nodes(pod, nodes, reasons)
         for claim in claims:
             reserved = claim.status.reserved_for if claim.status else ()
             if len(reserved) >= MAX_RESERVED_FOR and all(
@@ -422,7 +444,6 @@ class Scheduler:
                 raise Unschedulable(
                     f'resource claim "{claim.name}" is in use by {MAX_RESERVED_FOR} pods'
                 )
-        view = self.view()
         found: list[Candidate] = []
         signature = _claims_signature(pod, claims)
         equivalent = signature + msgspec.json.encode(
@@ -435,11 +456,13 @@ class Scheduler:
             ],
             enc_hook=str,
         )
-        if equivalent in self._failed:
-            raise Unschedulable(self._failed[equivalent])
+        only = self._retry_scope(equivalent)
+        fitting = self._fitting_nodes(pod, nodes, reasons, only)
+        view = self.view()
         self.policy.prepare(pod, claims)
         ranked = self.policy.rank_nodes(view, fitting)
-        stable = ranked is fitting  # the same list every time: resume at the cursor
+        # the same full list every time: resume at the cursor
+        stable = ranked is fitting and only is None
         start = self._cursor.get(signature, 0) if stable else 0
         infeasible = self._infeasible.setdefault(signature, set())
         if start:
@@ -460,21 +483,23 @@ class Scheduler:
             if len(found) >= self.policy.candidates:
                 break
         if not found:
-            detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
             why = (
-                f"0/{len(nodes)} nodes are available: {detail}."
-                if detail
-                else f"0/{len(nodes)} nodes are available."
+                _nowhere(len(nodes), reasons) if only is None else self._failed[equivalent][0]
             )
-            self._failed[equivalent] = why
+            self._failed[equivalent] = (why, len(self._freed))
             raise Unschedulable(why)
         return max(found, key=lambda c: self.policy.score(view, c))  # first best wins ties
 
     def _fitting_nodes(
-        self, pod: Pod, nodes: dict[str, Node], reasons: dict[str, int]
+        self,
+        pod: Pod,
+        nodes: dict[str, Node],
+        reasons: dict[str, int],
+        only: set[str] | None = None,
     ) -> list[str]:
-        """Nodes that pass the non-DRA filters; the request-independent part is cached per
-        pod shape (selectors, affinity, tolerations) until nodes change."""
+        """Nodes (of `only`, when given) that pass the non-DRA filters; the request-
+        independent part is cached per pod shape (selectors, affinity, tolerations) until
+        nodes change."""
         shape = msgspec.json.encode(
             [pod.spec.node_name, pod.spec.node_selector, pod.spec.affinity, pod.spec.tolerations]
         )
@@ -493,6 +518,8 @@ class Scheduler:
         excluded = len(nodes) - len(static)
         if excluded:
             reasons["node(s) didn't match Pod's node affinity/selector or taints"] = excluded
+        if only is not None:
+            static = [name for name in static if name in only]
         if not any(q.sign() > 0 for k, q in needs.items() if k in ("cpu", "memory")):
             return static
         usage, fitting = self.node_usage(), []
@@ -615,6 +642,7 @@ class Scheduler:
         (generated claims of an ended pod are deleted, as upstream's claim controller does)."""
         pods = {p.metadata.uid: p for p in self._cache.of(Pod).values() if isinstance(p, Pod)}
         released = 0
+        freed: set[str | None] = set()  # None: a node we cannot tell
         for claim in self._claims():
             if claim.status is None or not claim.status.reserved_for:
                 continue
@@ -622,13 +650,18 @@ class Scheduler:
             if len(live) == len(claim.status.reserved_for):
                 continue
             released += 1
-            if self._release(claim, live, pods) and self._view is not None:
-                self._view.release(_claim_refs(claim))
+            if self._release(claim, live, pods):
+                if self._view is not None:
+                    self._view.release(_claim_refs(claim))
+                freed |= {_node_of(pods.get(r.uid)) for r in claim.status.reserved_for}
         if released:
             self.refresh()
             # Only what claims decide changes: devices in use, CPU in use, known misfits.
             self._allocated = self._usage = None
-            self._forget_infeasible()
+            if None in freed:
+                self._forget_infeasible()
+            else:
+                self._note_freed({node for node in freed if node is not None})
             self.queue.wake_all()
         return released
 
@@ -665,6 +698,17 @@ class Scheduler:
         except (Conflict, NotFound):
             return False  # someone else changed it: the next refresh sees the new state
         return True
+
+
+def _nowhere(total: int, reasons: dict[str, int]) -> str:
+    """The kube-scheduler's summary of why a pod fits no node."""
+    detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
+    head = f"0/{total} nodes are available"
+    return f"{head}: {detail}." if detail else f"{head}."
+
+
+def _node_of(pod: Pod | None) -> str | None:
+    return pod.spec.node_name if pod is not None and pod.spec.node_name else None
 
 
 def _claims_signature(pod: Pod, claims: Sequence[ResourceClaim]) -> bytes:

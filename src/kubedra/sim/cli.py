@@ -27,11 +27,12 @@ from kubedra.sim.trace import (
     OPENB_DIR,
     Cluster,
     Workload,
-    compress,
     fgd_arrivals,
     load_cluster,
     load_workload,
+    poisson_stream,
     prefix,
+    sample_cluster,
 )
 
 DEFAULT_POLICIES = ("first-fit", "binpack", "spread", "fragmentation", "device-plugin")
@@ -59,22 +60,26 @@ class Job:
     max_pods: int | None
     tune: float
     progress: bool
-    load: float | None = None  # replay: offered GPU load the arrival times are scaled to
+    load: float | None = None  # replay: a Poisson stream offering this GPU load
+    horizon_h: float = 6.0  # replay with `load`: hours of arrivals
+    cluster_share: float = 1.0  # share of the nodes simulated (a scaled-down cluster)
 
 
 def _prepare(job: Job) -> tuple[Cluster, Workload, Workload]:
-    cluster = load_cluster(job.nodes)
+    cluster = sample_cluster(load_cluster(job.nodes), job.cluster_share, seed=job.seed)
     workload = load_workload(job.pods, seed=job.seed)
     if job.mode == "saturate":
         arrivals = fgd_arrivals(workload, cluster.gpu_milli, seed=job.seed, tune=job.tune)
         return cluster, workload, prefix(arrivals, job.max_pods)
+    if job.load is not None:
+        stream = poisson_stream(
+            workload, cluster.gpu_milli, job.load, horizon_s=job.horizon_h * 3600, seed=job.seed
+        )
+        return cluster, workload, prefix(stream, job.max_pods)
     ordered = Workload(
         tuple(sorted(workload.tasks, key=lambda t: (t.creation, t.name))), workload.name
     )
-    ordered = prefix(ordered, job.max_pods)
-    if job.load is not None:
-        ordered = compress(ordered, cluster.gpu_milli, job.load)
-    return cluster, workload, ordered
+    return cluster, workload, prefix(ordered, job.max_pods)
 
 
 def _execute(job: Job) -> RunResult:
@@ -121,12 +126,17 @@ def sim_run(
     max_pods: int | None = None,
     tune: float = 1.3,
     load: float | None = None,
+    horizon_h: float = 6.0,
+    cluster_share: float = 1.0,
     progress: bool = True,
     echo: Echo = print,
 ) -> RunResult:
     """One policy on one trace; writes DIR/<mode>-<policy>.csv, plots and summary.md and
     prints the final GPU allocation ratio and fragmentation."""
-    job = Job(str(nodes), str(pods), policy, seed, mode, max_pods, tune, progress, load)
+    job = Job(
+        str(nodes), str(pods), policy, seed, mode, max_pods, tune, progress, load, horizon_h,
+        cluster_share,
+    )  # fmt: skip
     result = _execute(job)
     _save([result], Path(out), Path(pods).stem)
     s = result.summary
@@ -151,13 +161,16 @@ def sim_compare(
     max_pods: int | None = None,
     tune: float = 1.3,
     load: float | None = None,
+    horizon_h: float = 6.0,
+    cluster_share: float = 1.0,
     jobs: int = 1,
     progress: bool = True,
     echo: Echo = print,
 ) -> list[RunResult]:
     """Several policies on the same arrivals, side by side (table, CSVs, one plot)."""
     batch = [
-        Job(str(nodes), str(pods), p, seed, mode, max_pods, tune, progress, load)
+        Job(str(nodes), str(pods), p, seed, mode, max_pods, tune, progress, load, horizon_h,
+            cluster_share)
         for p in policies
     ]
     results = _run_jobs(batch, jobs)

@@ -386,34 +386,39 @@ def run_replay(
             if i >= n_events and sim.pending() and not ends:
                 break  # nothing will ever free room for the rest
         unplaced = sim.pending()
-    if len(rows) > max_rows:
-        stride = math.ceil(len(rows) / max_rows)
-        rows = [*rows[::stride], rows[-1]]
-    horizon = max((r["time_s"] for r in rows), default=0.0) or 1.0
-    mean_alloc = _time_weighted(rows, "alloc_pct", horizon)
+    # Utilization is averaged over the arrival window: after the last arrival the cluster
+    # only drains, and long runners would stretch the mean over an empty cluster.
+    window = (tasks[0].creation, tasks[-1].creation) if tasks else (0.0, 0.0)
     summary = {
         "pods": float(len(tasks)),
         "placed": float(len(bound_at)),
         "never_placed": float(unplaced),
-        "mean_alloc_pct": mean_alloc,
+        "mean_alloc_pct": _time_weighted(rows, "alloc_pct", *window),
         "max_pending": max((r["pending"] for r in rows), default=0.0),
+        "mean_pending": _time_weighted(rows, "pending", *window),
         "delay_p50_s": percentile(delays, 50),
         "delay_p99_s": percentile(delays, 99),
-        "mean_idle_gpus": _time_weighted(rows, "idle_gpus", horizon),
+        "mean_idle_gpus": _time_weighted(rows, "idle_gpus", *window),
     }
+    if len(rows) > max_rows:
+        stride = math.ceil(len(rows) / max_rows)
+        rows = [*rows[::stride], rows[-1]]
     return RunResult(
         policy, "replay", workload.name, seed, rows, summary, time.perf_counter() - start
     )
 
 
-def _time_weighted(rows: Sequence[dict[str, float]], key: str, horizon: float) -> float:
-    if len(rows) < 2:
-        return rows[0][key] if rows else 0.0
+def _time_weighted(rows: Sequence[dict[str, float]], key: str, start: float, end: float) -> float:
+    """Mean of the step function `key` (each row holds until the next) over [start, end]."""
+    if end <= start:
+        before = [r for r in rows if r["time_s"] <= start]
+        return before[-1][key] if before else 0.0
     total = 0.0
-    for a, b in itertools.pairwise(rows):
-        total += a[key] * (b["time_s"] - a["time_s"])
-    span = rows[-1]["time_s"] - rows[0]["time_s"]
-    return total / span if span > 0 else rows[-1][key]
+    for a, b in itertools.pairwise([*rows, {**rows[-1], "time_s": math.inf}] if rows else []):
+        overlap = min(b["time_s"], end) - max(a["time_s"], start)
+        if overlap > 0:
+            total += a[key] * overlap
+    return total / (end - start)
 
 
 Runner = Callable[..., RunResult]

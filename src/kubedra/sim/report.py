@@ -159,6 +159,7 @@ REPLAY_COLUMNS = (
     ("policy", "policy"),
     ("mean_alloc_pct", "mean alloc %"),
     ("mean_idle_gpus", "mean idle GPUs"),
+    ("mean_pending", "mean pending"),
     ("max_pending", "max pending"),
     ("delay_p50_s", "delay p50 s"),
     ("delay_p99_s", "delay p99 s"),

@@ -8,6 +8,7 @@ arrival rates and durations). Everything downstream works on `NodeSpec` and `Tas
 from __future__ import annotations
 
 import csv
+import math
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -254,27 +255,62 @@ def fgd_arrivals(
     return Workload(tuple(out), name=workload.name)
 
 
-def compress(workload: Workload, capacity_milli: int, load: float) -> Workload:
-    """Arrival times scaled (from the first) so that the offered GPU load, the tasks' GPU
-    demand times runtime over the span of arrivals, is `load` x the capacity; runtimes kept.
-    The openb lists offer about 0.2 %: their pods are spread over 149 days, so a replay at
-    trace time never contends."""
-    runtimes = [(t.demand_milli, t.deletion - t.creation) for t in workload.tasks if t.deletion]
-    if not runtimes or capacity_milli <= 0:
-        return workload
-    start = min(t.creation for t in workload.tasks)
-    span = max(t.creation for t in workload.tasks) - start
-    work = sum(demand * runtime for demand, runtime in runtimes)
-    if span <= 0 or work <= 0:
-        return workload
-    factor = work / (load * capacity_milli * span)  # new span / old span
+def sample_cluster(cluster: Cluster, share: float, *, seed: int) -> Cluster:
+    """About `share` of the nodes, drawn by `seed` from each (GPU model, GPU count) kind in
+    proportion, so a scaled-down replay keeps the cluster's mix."""
+    if not 0 < share <= 1:
+        raise ValueError(f"cluster share must be in (0, 1], got {share:g}")
+    if share == 1:
+        return cluster
+    rng = random.Random(seed)
+    kinds: dict[tuple[str, int], list[NodeSpec]] = {}
+    for node in cluster.nodes:
+        kinds.setdefault((node.model, node.gpus), []).append(node)
+    chosen = {
+        node.name
+        for nodes in kinds.values()
+        for node in rng.sample(nodes, int(share * len(nodes) + 0.5))
+    }
+    return Cluster(tuple(n for n in cluster.nodes if n.name in chosen))
 
-    def moved(t: TaskSpec) -> TaskSpec:
-        arrive = start + (t.creation - start) * factor
-        end = None if t.deletion is None else arrive + (t.deletion - t.creation)
-        return replace(t, creation=arrive, deletion=end)
 
-    return Workload(tuple(moved(t) for t in workload.tasks), name=workload.name)
+def _work_in_window(task: TaskSpec, horizon: float) -> float:
+    """GPU-milli x seconds that `task` does inside [0, horizon], integrated over an arrival
+    time uniform on that window (times `horizon`): a task outliving the window counts only
+    up to its end."""
+    run = math.inf if task.deletion is None else task.deletion - task.creation
+    if run >= horizon:
+        return task.demand_milli * horizon * horizon / 2
+    return task.demand_milli * (run * horizon - run * run / 2)
+
+
+def poisson_stream(
+    workload: Workload, capacity_milli: int, load: float, *, horizon_s: float, seed: int
+) -> Workload:
+    """An open-loop replay stream: tasks drawn (with replacement) from the trace, keeping
+    their shape and runtime, arriving as a Poisson process over `horizon_s` at the rate that
+    offers `load` x the capacity in GPU work inside the window.
+
+    The openb lists cannot be replayed at their own times: 8,152 pods over 149 days never
+    hold more than 1 % of the cluster. Compressing the times does not help either, as 85 %
+    of the GPU work is in pods running over a week, and the whole list asks for 0.98 x the
+    capacity at once. A stationary stream from the same distribution does contend."""
+    if load <= 0 or horizon_s <= 0:
+        raise ValueError(f"replay load and horizon must be positive, got {load:g}, {horizon_s:g}")
+    tasks = workload.tasks
+    mean_work = sum(_work_in_window(t, horizon_s) for t in tasks) / max(len(tasks), 1)
+    if mean_work <= 0 or capacity_milli <= 0:
+        raise ValueError(f"workload {workload.name}: no GPU work to offer a load with")
+    rate = load * capacity_milli * horizon_s / mean_work  # arrivals per second
+    rng = random.Random(seed)
+    out: list[TaskSpec] = []
+    now = rng.expovariate(rate)
+    while now < horizon_s:
+        task = rng.choice(tasks)
+        end = None if task.deletion is None else now + (task.deletion - task.creation)
+        out.append(replace(task, name=f"{task.name}-a{len(out)}", creation=now, deletion=end))
+        now += rng.expovariate(rate)
+    return Workload(tuple(out), name=workload.name)
 
 
 def prefix(workload: Workload, n: int | None) -> Workload:
