@@ -220,7 +220,7 @@ def test_poisson_stream_offers_the_load_inside_its_window() -> None:
     offered = sum(t.demand_milli * ((min(t.deletion, horizon) if t.deletion else horizon) - t.creation) for t in many.tasks)
     assert offered / (capacity * horizon) == pytest.approx(0.8, rel=0.03)
     times = [t.creation for t in many.tasks]
-    assert times == sorted(times) and 0 < times[0] and times[-1] < horizon
+    assert times == sorted(times) and times[0] > 0 and times[-1] < horizon
     assert {None if t.deletion is None else round(t.deletion - t.creation, 6) for t in many.tasks} == {100, None, 10}
     assert len({t.name for t in many.tasks}) == len(many.tasks)
     again = poisson_stream(Workload(tasks, "w"), capacity, 0.8, horizon_s=horizon, seed=7)
