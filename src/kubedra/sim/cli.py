@@ -326,8 +326,8 @@ _METHOD = """
 
 _REPLAY_METHOD = """
 The openb list cannot be replayed at its own times: its 8,152 pods are spread over 149 days
-and never hold more than 1 % of the cluster at once, and compressing the times does not help
-(85 % of its GPU work is in pods running over a week, and the whole list asks for 0.98 x the
+and hold at most about 1 % of the cluster at once, and compressing the times does not help
+(84 % of its GPU work is in pods running over a week, and the whole list asks for 0.98 x the
 capacity). So this run is an open-loop stream from the trace's distribution: {pods} pods
 drawn with replacement from the list (shape and runtime kept) arrive as a Poisson process
 over {hours:g} h, at the rate that offers {load:.0%} of the GPU capacity in work inside that

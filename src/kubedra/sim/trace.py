@@ -291,10 +291,10 @@ def poisson_stream(
     their shape and runtime, arriving as a Poisson process over `horizon_s` at the rate that
     offers `load` x the capacity in GPU work inside the window.
 
-    The openb lists cannot be replayed at their own times: 8,152 pods over 149 days never
-    hold more than 1 % of the cluster. Compressing the times does not help either, as 85 %
-    of the GPU work is in pods running over a week, and the whole list asks for 0.98 x the
-    capacity at once. A stationary stream from the same distribution does contend."""
+    The openb lists cannot be replayed at their own times: 8,152 pods over 149 days hold at
+    most about 1 % of the cluster at once. Compressing the times does not help either, as
+    84 % of the GPU work is in pods running over a week, and the whole list asks for 0.98 x
+    the capacity at once. A stationary stream from the same distribution does contend."""
     if load <= 0 or horizon_s <= 0:
         raise ValueError(f"replay load and horizon must be positive, got {load:g}, {horizon_s:g}")
     tasks = workload.tasks
