@@ -273,10 +273,14 @@ class Scheduler:
 
     def _note_freed(self, nodes: set[str]) -> None:
         """Something was freed on `nodes` only: just they can turn feasible again."""
-        self._freed.extend(sorted(nodes))
         for infeasible in self._infeasible.values():
             infeasible -= nodes
         self._cursor.clear()  # a freed node may sit before a resume point
+        if len(self._freed) >= _FREED_LOG_LIMIT:
+            self._failed.clear()  # forget old failures rather than keep a long log
+            self._freed.clear()
+        if self._failed:  # only cached failures read the log
+            self._freed.extend(sorted(nodes))
 
     def _retry_scope(self, equivalent: bytes) -> set[str] | None:
         """The nodes worth trying for a pod like one that fit nowhere (those freed since);
@@ -698,6 +702,9 @@ class Scheduler:
         except (Conflict, NotFound):
             return False  # someone else changed it: the next refresh sees the new state
         return True
+
+
+_FREED_LOG_LIMIT = 4096
 
 
 def _nowhere(total: int, reasons: dict[str, int]) -> str:
