@@ -227,6 +227,8 @@ def test_poisson_stream_offers_the_load_inside_its_window() -> None:
     assert again == many  # the seed fixes the stream
     with pytest.raises(ValueError, match="load and horizon"):
         poisson_stream(Workload(tasks, "w"), capacity, 0, horizon_s=horizon, seed=7)
+    with pytest.raises(ValueError, match="no GPU work"):
+        poisson_stream(Workload(tasks[2:], "w"), capacity, 0.8, horizon_s=horizon, seed=7)
 
 
 def test_sample_cluster_keeps_the_mix() -> None:
