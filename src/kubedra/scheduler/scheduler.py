@@ -450,18 +450,10 @@ class Scheduler:
                 )
         found: list[Candidate] = []
         signature = _claims_signature(pod, claims)
-        equivalent = signature + msgspec.json.encode(
-            [
-                pod.spec.node_name,
-                pod.spec.node_selector,
-                pod.spec.affinity,
-                pod.spec.tolerations,
-                pod_requests(pod),
-            ],
-            enc_hook=str,
-        )
+        constraints, needs = _node_constraints(pod), pod_requests(pod)
+        equivalent = signature + constraints + msgspec.json.encode(needs, enc_hook=str)
         only = self._retry_scope(equivalent)
-        fitting = self._fitting_nodes(pod, nodes, reasons, only)
+        fitting = self._fitting_nodes(pod, constraints, needs, nodes, reasons, only)
         view = self.view()
         self.policy.prepare(pod, claims)
         ranked = self.policy.rank_nodes(view, fitting)
@@ -497,18 +489,16 @@ class Scheduler:
     def _fitting_nodes(
         self,
         pod: Pod,
+        constraints: bytes,
+        needs: dict[str, Quantity],
         nodes: dict[str, Node],
         reasons: dict[str, int],
         only: set[str] | None = None,
     ) -> list[str]:
-        """Nodes (of `only`, when given) that pass the non-DRA filters; the request-
-        independent part is cached per pod shape (selectors, affinity, tolerations) until
-        nodes change."""
-        shape = msgspec.json.encode(
-            [pod.spec.node_name, pod.spec.node_selector, pod.spec.affinity, pod.spec.tolerations]
-        )
-        needs = pod_requests(pod)
-        static = self._static_fits.get(shape)
+        """Nodes (of `only`, when given) that pass the non-DRA filters for a pod needing
+        `needs`; the request-independent part is cached per `_node_constraints` until nodes
+        change."""
+        static = self._static_fits.get(constraints)
         if static is None:
             bare = msgspec.structs.replace(
                 pod, spec=msgspec.structs.replace(pod.spec, containers=(), init_containers=())
@@ -518,7 +508,7 @@ class Scheduler:
                 fit = filter_node(bare, node, {})
                 if fit.fits:
                     static.append(node.name)
-            self._static_fits[shape] = static
+            self._static_fits[constraints] = static
         excluded = len(nodes) - len(static)
         if excluded:
             reasons["node(s) didn't match Pod's node affinity/selector or taints"] = excluded
@@ -712,6 +702,13 @@ def _nowhere(total: int, reasons: dict[str, int]) -> str:
     detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
     head = f"0/{total} nodes are available"
     return f"{head}: {detail}." if detail else f"{head}."
+
+
+def _node_constraints(pod: Pod) -> bytes:
+    """What restricts a pod's nodes besides its requests: nodeName, selector, affinity,
+    tolerations (the key of the request-independent filter cache)."""
+    s = pod.spec
+    return msgspec.json.encode([s.node_name, s.node_selector, s.affinity, s.tolerations])
 
 
 def _node_of(pod: Pod | None) -> str | None:
