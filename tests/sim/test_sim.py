@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from kubedra.api.core import Pod
 from kubedra.scheduler.policies import make_policy
 from kubedra.scheduler.policies.fragmentation import (
     Fragmentation,
@@ -238,6 +239,19 @@ def test_sample_cluster_keeps_the_mix() -> None:
     assert sample_cluster(Cluster(nodes), 0.5, seed=1) == half and sample_cluster(Cluster(nodes), 1.0, seed=1).nodes == nodes
     with pytest.raises(ValueError, match="share"):
         sample_cluster(Cluster(nodes), 0.0, seed=1)
+
+
+def test_pods_are_stamped_with_simulated_time(tmp_path: Path) -> None:
+    # The queue orders pods by creation time: a wall-clock stamp made replays depend on
+    # how fast the machine ran (pods created in the same wall second fell back to names).
+    sim = Simulation(NODES, "first-fit", workdir=tmp_path)
+    try:
+        sim.now = 3661.5
+        sim.submit(task("late", 1, 1000, t0=3661.5, t1=4000))
+        pod = sim.store.get(Pod, "late", convert.NAMESPACE)
+        assert pod.metadata.creation_timestamp == "2023-01-01T01:01:01Z"
+    finally:
+        sim.close()
 
 
 def test_replay_queues_until_a_departure() -> None:

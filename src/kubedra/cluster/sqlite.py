@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,15 +48,24 @@ CREATE TABLE IF NOT EXISTS changes (
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def now_rfc3339(now: datetime | None = None) -> str:
+    return (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class SqliteStore:
     """The embedded Store. Thread-safe; open one per process on the same file."""
 
-    def __init__(self, path: str | Path = DEFAULT_PATH, *, poll_interval: float = 0.05) -> None:
+    def __init__(
+        self,
+        path: str | Path = DEFAULT_PATH,
+        *,
+        poll_interval: float = 0.05,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        """`clock` stamps creation and deletion times (the wall clock unless given: the
+        simulator passes its own, so the queue's creation-time order is arrival order)."""
         self.path = Path(path)
+        self._clock = clock
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.poll_interval = poll_interval
         self._lock = threading.RLock()
@@ -71,6 +80,9 @@ class SqliteStore:
         with self._write():
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 self._db.execute(statement)
+
+    def _timestamp(self) -> str:
+        return now_rfc3339(self._clock() if self._clock is not None else None)
 
     def close(self) -> None:
         with self._lock:
@@ -166,7 +178,7 @@ class SqliteStore:
                 generate_name=meta.generate_name,
                 namespace=namespace if type(obj).NAMESPACED else None,
                 uid=str(uuid.uuid4()),
-                creation_timestamp=now_rfc3339(),
+                creation_timestamp=self._timestamp(),
                 resource_version=None,
                 deletion_timestamp=None,
                 generation=1 if meta.generation is None else meta.generation,
@@ -188,7 +200,8 @@ class SqliteStore:
             if stored.metadata.finalizers:
                 if stored.metadata.deletion_timestamp:
                     return stored
-                meta = msgspec.structs.replace(stored.metadata, deletion_timestamp=now_rfc3339())
+                stamp = self._timestamp()
+                meta = msgspec.structs.replace(stored.metadata, deletion_timestamp=stamp)
                 marked = msgspec.structs.replace(stored, metadata=meta)
                 return self._put(marked, EventType.MODIFIED, stored)
             self._remove(stored)

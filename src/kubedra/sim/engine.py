@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -44,6 +45,7 @@ from kubedra.sim.metrics import ClusterState, FragMeter, Placement, percentile, 
 from kubedra.sim.trace import Cluster, TaskSpec, Workload
 
 BASELINE = "device-plugin"
+SIM_EPOCH = datetime(2023, 1, 1, tzinfo=UTC)  # simulated time 0
 DEFAULT_BASELINE_POLICY = "spread"  # kube-scheduler's default scoring is LeastAllocated
 ExperimentMode = Literal["saturate", "replay"]
 
@@ -114,7 +116,7 @@ class Simulation:
         self.policy_name = policy
         self.mode, base = parse_policy(policy)
         self.now = 0.0
-        self.store = SqliteStore(workdir / "state.db")
+        self.store = SqliteStore(workdir / "state.db", clock=self.wall_time)
         self.store.create(convert.obj(convert.device_class()))
         with self.store.transaction():
             for node in cluster.nodes:
@@ -141,6 +143,10 @@ class Simulation:
 
     def close(self) -> None:
         self.store.close()
+
+    def wall_time(self) -> datetime:
+        """The simulated clock as a date, for the store's timestamps."""
+        return SIM_EPOCH + timedelta(seconds=self.now)
 
     # --- feeding ------------------------------------------------------------------------
 

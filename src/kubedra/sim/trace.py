@@ -308,7 +308,9 @@ def poisson_stream(
     while now < horizon_s:
         task = rng.choice(tasks)
         end = None if task.deletion is None else now + (task.deletion - task.creation)
-        out.append(replace(task, name=f"{task.name}-a{len(out)}", creation=now, deletion=end))
+        # named in arrival order: the queue breaks creation-time ties by name
+        name = f"a{len(out):06d}-{task.name}"[:63].rstrip("-")
+        out.append(replace(task, name=name, creation=now, deletion=end))
         now += rng.expovariate(rate)
     return Workload(tuple(out), name=workload.name)
 
