@@ -203,6 +203,25 @@ def test_fragmentation_avoids_breaking_a_whole_node(store: SqliteStore) -> None:
     assert big.node == "n2"
 
 
+def _eight_one_gpu_pods(tmp_path: Path, policy: str) -> list[str | None]:
+    store = new_store(tmp_path)
+    for name in ("n1", "n2", "n3", "n4"):
+        gpu_node(store, name, gpus=8)
+    gpu_template(store, "one", 1)
+    scheduler = Scheduler(store, policy)
+    scheduler.policy.observe(1)  # a mix of 1-GPU pods: every node scores the same
+    for i in range(8):
+        gpu_pod(store, f"p{i}", template="one")
+    return [o.node for o in scheduler.run_once()]
+
+
+def test_fragmentation_packs_equal_scores_and_the_random_reference_does_not(tmp_path: Path) -> None:
+    assert set(_eight_one_gpu_pods(tmp_path / "packed", "fragmentation")) == {"n1"}
+    spread = _eight_one_gpu_pods(tmp_path / "a", "fragmentation-random")
+    assert len(set(spread)) > 1  # FGD's random choice among the equal scores
+    assert _eight_one_gpu_pods(tmp_path / "b", "fragmentation-random") == spread  # reproducible
+
+
 def test_extended_resource_is_served_through_a_dra_claim(store: SqliteStore) -> None:
     gpu_node(store, "n1", gpus=2)
     store.create(decode_object({

@@ -330,10 +330,13 @@ def test_seeds_table_reports_mean_and_sd() -> None:
     from kubedra.sim.engine import RunResult
     from kubedra.sim.report import seeds_table
 
-    runs = [RunResult("fragmentation", "saturate", "w", seed, [], {"alloc_at_100": a, "alloc_at_130": b}, 1.0)
-            for seed, a, b in ((42, 95.0, 96.0), (43, 94.0, 95.0))]
+    runs = [RunResult(policy, "saturate", "w", seed, [], {"alloc_at_100": a, "alloc_at_130": b}, 1.0)
+            for policy, seed, a, b in (("fragmentation", 42, 95.0, 96.0), ("fragmentation", 43, 94.0, 95.0),
+                                       ("fragmentation-random", 42, 93.0, 94.0))]
     table = seeds_table(runs, {"unalloc_gpu_pct_at_arrive100_mean": "4.77", "unalloc_gpu_pct_at_arrive100_std": "0.11",
                                "unalloc_gpu_pct_at_arrive130_mean": "4.61", "unalloc_gpu_pct_at_arrive130_std": "0.08"})
-    assert "| 42 | 5.00 | 4.00 |" in table and "| 43 | 6.00 | 5.00 |" in table
-    assert "| mean ± sd | 5.50 ± 0.71 | 4.50 ± 0.71 |" in table
-    assert "| paper FGD, 10 seeds | 4.77 ± 0.11 | 4.61 ± 0.08 |" in table
+    assert "| fragmentation | 42 | 5.00 | 4.00 |" in table and "| fragmentation | 43 | 6.00 | 5.00 |" in table
+    assert "| fragmentation | mean ± sd | 5.50 ± 0.71 | 4.50 ± 0.71 |" in table
+    assert "| fragmentation-random | 42 | 7.00 | 6.00 |" in table
+    assert "| fragmentation-random | mean ± sd | n/a | n/a |" in table  # one seed: no sd
+    assert table.rstrip().endswith("| paper FGD | 10 seeds | 4.77 ± 0.11 | 4.61 ± 0.08 |")

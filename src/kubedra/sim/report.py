@@ -227,22 +227,28 @@ def paper_table(workload: str, results_dir: Path = FGD_RESULTS_DIR) -> str:
 
 
 def seeds_table(runs: Sequence[RunResult], paper: Mapping[str, str] | None) -> str:
-    """Unallocated GPU % per seed, their mean ± sd, and the paper's FGD beside them."""
-    unalloc = {k: [100.0 - r.summary[f"alloc_at_{k}"] for r in runs] for k in (100, 130)}
-    rows = [
-        {"seed": str(r.seed), "unalloc@100%": f"{a:.2f}", "unalloc@130%": f"{b:.2f}"}
-        for r, a, b in zip(runs, unalloc[100], unalloc[130], strict=True)
-    ]
-    rows.append(
-        {
-            "seed": "mean ± sd",
-            **{f"unalloc@{k}%": _mean_sd(v) for k, v in unalloc.items()},
-        }
-    )
+    """Unallocated GPU % per policy and seed, each policy's mean ± sd, and the paper's FGD."""
+    rows: list[dict[str, str]] = []
+    for policy in dict.fromkeys(r.policy for r in runs):
+        mine = [r for r in runs if r.policy == policy]
+        unalloc = {k: [100.0 - r.summary[f"alloc_at_{k}"] for r in mine] for k in (100, 130)}
+        rows += [
+            {"policy": policy, "seed": str(r.seed), "unalloc@100%": f"{a:.2f}",
+             "unalloc@130%": f"{b:.2f}"}
+            for r, a, b in zip(mine, unalloc[100], unalloc[130], strict=True)
+        ]  # fmt: skip
+        rows.append(
+            {
+                "policy": policy,
+                "seed": "mean ± sd",
+                **{f"unalloc@{k}%": _mean_sd(v) for k, v in unalloc.items()},
+            }
+        )
     if paper is not None:
         rows.append(
             {
-                "seed": "paper FGD, 10 seeds",
+                "policy": "paper FGD",
+                "seed": "10 seeds",
                 **{
                     f"unalloc@{k}%": f"{paper[f'unalloc_gpu_pct_at_arrive{k}_mean']} ± "
                     f"{paper[f'unalloc_gpu_pct_at_arrive{k}_std']}"

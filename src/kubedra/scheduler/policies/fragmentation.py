@@ -9,7 +9,9 @@ free. A node's fragmentation is F_n = sum_m p_m F_n(m), p_m the share of type m 
 workload mix. A pod goes where F grows least: its node score is FGD's integer score
 100·σ(−ΔF/1000), rounded down. Where FGD picks at random among equal scores, kubedra
 picks the node left with the least free device capacity (then by name): binpacking inside
-a score band, which leaves less capacity unallocated on the Alibaba trace (docs/results.md).
+a score band, deterministic and leaving whole nodes for large jobs. On the Alibaba trace it
+leaves as much capacity unallocated as the random choice, within the spread of seeds
+(docs/results.md: `fragmentation-random` keeps FGD's random choice, as the reference).
 
 Devices: a device used exclusively has 0 milli free, an unused one 1000. A shared device
 (consumable capacity `<driver>/milli`, 1000 per device) has what the allocator state of the
@@ -117,6 +119,7 @@ class _SchedulerState(Protocol):
 class Fragmentation(Policy):
     name = "fragmentation"
     candidates = 4
+    free_weight: float = _FREE_WEIGHT  # 0: ties stay ties (see `fragmentation-random`)
 
     def __init__(self) -> None:
         self.observed: Counter[TaskShape] = Counter()
@@ -241,7 +244,7 @@ class Fragmentation(Policy):
         return max(
             (
                 fgd_score(self.fragmentation(after, cpu_after, models) - base)
-                - _FREE_WEIGHT * sum(after)
+                - self.free_weight * sum(after)
                 for after in options
             ),
             default=None,
@@ -265,9 +268,13 @@ class Fragmentation(Policy):
         if self._pod is None or not self.mix():  # nothing known yet: fullest first
             return sorted(nodes, key=lambda n: view.nodes[n].free())
         keyed = [(self.best_rating(view, n), n) for n in nodes]
-        fitting = [(-r, n) for r, n in keyed if r is not None]
+        fitting = [(-r, self.tie_break(n), n) for r, n in keyed if r is not None]
         fitting.sort()
-        return [n for _, n in fitting] + [n for r, n in keyed if r is None]
+        return [n for _, _, n in fitting] + [n for r, n in keyed if r is None]
+
+    def tie_break(self, node: str) -> int:
+        """Order among nodes with equal ratings (after the name): none here."""
+        return 0
 
     def device_order(self, view: ClusterView, node: str) -> DeviceOrder | None:
         return grouped_order(view, node, fullest_first=True)
