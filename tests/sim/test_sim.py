@@ -326,6 +326,28 @@ def test_cli_functions_write_outputs(tmp_path: Path) -> None:
     assert (tmp_path / "cmp" / "replay.png").exists() and "delay p99 s" in lines[-1]
 
 
+def test_sim_report_runs_both_fgd_policies_over_the_seeds(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from kubedra.sim.cli import sim_report
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "openb_node_list_gpu_node.csv").write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\nnode-a,8000,32768,2,T4\nnode-b,8000,32768,2,T4\n")
+    (data / "openb_pod_list_default.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+        "p1,1000,1024,1,600,,LS,Running,0,100,0\np2,1000,1024,1,500,,LS,Running,10,50,10\n"
+        "p3,1000,1024,1,1000,,LS,Running,20,200,20\n")
+    out = sim_report(tmp_path / "results.md", tmp_path / "figures", data_dir=data, seed=1,
+                     variants=(("openb_pod_list_default", "default", ("fragmentation", "device-plugin")),),
+                     seeds=(1, 2), replay_pods=0, jobs=1, progress=False, echo=lambda _: None)
+    md = out.read_text()
+    assert "## Seeds: `fragmentation`, `fragmentation-random` on `openb_pod_list_default`" in md
+    for policy in ("fragmentation", "fragmentation-random"):
+        assert all(f"| {policy} | {seed} |" in md for seed in (1, 2))
+    assert "`fragmentation-random` in this engine leaves" in md and "(mean of 2 seeds)" in md
+
+
 def test_seeds_table_reports_mean_and_sd() -> None:
     from kubedra.sim.engine import RunResult
     from kubedra.sim.report import seeds_table

@@ -371,14 +371,14 @@ def _verdict(
                 f"unallocated at 130 % arrived ({over}) vs the paper's FGD {theirs:.2f} % "
                 f"(mean of 10): {ok} the target."
             )
-            reference = [r for r in seeded if r.workload == stem and r.policy != "fragmentation"]
-            for policy in dict.fromkeys(r.policy for r in reference):
-                runs = [r for r in reference if r.policy == policy]
-                lines.append(
-                    f"* {label}: `{policy}` in this engine leaves "
-                    f"{statistics.mean(100.0 - r.summary['alloc_at_130'] for r in runs):.2f} % "
-                    f"(mean of {len(runs)} seeds)."
-                )
+        reference = [r for r in seeded if r.workload == stem and r.policy != "fragmentation"]
+        for policy in dict.fromkeys(r.policy for r in reference):
+            runs = [r for r in reference if r.policy == policy]
+            lines.append(
+                f"* {label}: `{policy}` in this engine leaves "
+                f"{statistics.mean(100.0 - r.summary['alloc_at_130'] for r in runs):.2f} % "
+                f"(mean of {len(runs)} seeds)."
+            )
         base = by_key.get((stem, "saturate", "device-plugin"))
         if base is not None:
             worse = [
