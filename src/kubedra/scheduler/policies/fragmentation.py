@@ -273,7 +273,7 @@ class Fragmentation(Policy):
         return [n for _, _, n in fitting] + [n for r, n in keyed if r is None]
 
     def tie_break(self, node: str) -> int:
-        """Order among nodes with equal ratings (after the name): none here."""
+        """Order among nodes with equal ratings, before their names: none here (packing)."""
         return 0
 
     def device_order(self, view: ClusterView, node: str) -> DeviceOrder | None:
