@@ -372,8 +372,7 @@ def _verdict(
                 f"(mean of 10): {ok} the target."
             )
         reference = [r for r in seeded if r.workload == stem and r.policy != "fragmentation"]
-        for policy in dict.fromkeys(r.policy for r in reference):
-            runs = [r for r in reference if r.policy == policy]
+        for policy, runs in report.by_policy(reference).items():
             lines.append(
                 f"* {label}: `{policy}` in this engine leaves "
                 f"{statistics.mean(100.0 - r.summary['alloc_at_130'] for r in runs):.2f} % "

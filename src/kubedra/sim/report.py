@@ -226,11 +226,18 @@ def paper_table(workload: str, results_dir: Path = FGD_RESULTS_DIR) -> str:
     return markdown_table(rows)
 
 
+def by_policy(runs: Sequence[RunResult]) -> dict[str, list[RunResult]]:
+    """The runs grouped by policy, policies in order of first appearance."""
+    groups: dict[str, list[RunResult]] = {}
+    for r in runs:
+        groups.setdefault(r.policy, []).append(r)
+    return groups
+
+
 def seeds_table(runs: Sequence[RunResult], paper: Mapping[str, str] | None) -> str:
     """Unallocated GPU % per policy and seed, each policy's mean ± sd, and the paper's FGD."""
     rows: list[dict[str, str]] = []
-    for policy in dict.fromkeys(r.policy for r in runs):
-        mine = [r for r in runs if r.policy == policy]
+    for policy, mine in by_policy(runs).items():
         unalloc = {k: [100.0 - r.summary[f"alloc_at_{k}"] for r in mine] for k in (100, 130)}
         rows += [
             {"policy": policy, "seed": str(r.seed), "unalloc@100%": f"{a:.2f}",
