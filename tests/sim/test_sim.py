@@ -329,23 +329,33 @@ def test_cli_functions_write_outputs(tmp_path: Path) -> None:
 def test_sim_report_runs_both_fgd_policies_over_the_seeds(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from kubedra.sim.cli import sim_report
+    from kubedra.sim.report import paper_summary
 
     data = tmp_path / "data"
     data.mkdir()
     (data / "openb_node_list_gpu_node.csv").write_text(
         "sn,cpu_milli,memory_mib,gpu,model\nnode-a,8000,32768,2,T4\nnode-b,8000,32768,2,T4\n")
-    (data / "openb_pod_list_default.csv").write_text(
-        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
-        "p1,1000,1024,1,600,,LS,Running,0,100,0\np2,1000,1024,1,500,,LS,Running,10,50,10\n"
-        "p3,1000,1024,1,1000,,LS,Running,20,200,20\n")
+    pods = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+            "p1,1000,1024,1,600,,LS,Running,0,100,0\np2,1000,1024,1,500,,LS,Running,10,50,10\n"
+            "p3,1000,1024,1,1000,,LS,Running,20,200,20\n")
+    for stem in ("openb_pod_list_default", "openb_pod_list_cpu250"):
+        (data / f"{stem}.csv").write_text(pods)
     out = sim_report(tmp_path / "results.md", tmp_path / "figures", data_dir=data, seed=1,
-                     variants=(("openb_pod_list_default", "default", ("fragmentation", "device-plugin")),),
-                     seeds=(1, 2), replay_pods=0, jobs=1, progress=False, echo=lambda _: None)
+                     variants=(("openb_pod_list_default", "default", ("fragmentation", "device-plugin")),
+                               ("openb_pod_list_cpu250", "non-GPU", ("fragmentation", "device-plugin"))),
+                     seeds=(1, 2), variant_seeds=(1, 3), replay_pods=0, jobs=1, progress=False,
+                     echo=lambda _: None)
     md = out.read_text()
-    assert "## Seeds: `fragmentation`, `fragmentation-random` on `openb_pod_list_default`" in md
+    default, cpu250 = md.split("### `openb_pod_list_default`: `fragmentation`, `fragmentation-random`")[1].split(
+        "### `openb_pod_list_cpu250`: `fragmentation`")
     for policy in ("fragmentation", "fragmentation-random"):
-        assert all(f"| {policy} | {seed} |" in md for seed in (1, 2))
+        assert all(f"| {policy} | {seed} |" in default for seed in (1, 2))
+    # the other variants: `fragmentation` alone, over `variant_seeds`
+    assert all(f"| fragmentation | {seed} |" in cpu250 for seed in (1, 3))
+    assert "fragmentation-random" not in cpu250.split("## Verdict")[0]
     assert "`fragmentation-random` in this engine leaves" in md and "(mean of 2 seeds)" in md
+    if paper_summary("openb_pod_list_cpu250"):  # the verdict needs the paper's figures
+        assert "* non-GPU: our `fragmentation` leaves" in md and "(the mean of 2 seeds)" in md
 
 
 def test_seeds_table_reports_mean_and_sd() -> None:

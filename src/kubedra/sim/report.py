@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from kubedra.sim.engine import RunResult
@@ -228,9 +228,20 @@ def paper_table(workload: str, results_dir: Path = FGD_RESULTS_DIR) -> str:
 
 def by_policy(runs: Sequence[RunResult]) -> dict[str, list[RunResult]]:
     """The runs grouped by policy, policies in order of first appearance."""
+    return _grouped(runs, lambda r: r.policy)
+
+
+def by_workload(runs: Sequence[RunResult]) -> dict[str, list[RunResult]]:
+    """The runs grouped by workload (trace variant), in order of first appearance."""
+    return _grouped(runs, lambda r: r.workload)
+
+
+def _grouped(
+    runs: Sequence[RunResult], key: Callable[[RunResult], str]
+) -> dict[str, list[RunResult]]:
     groups: dict[str, list[RunResult]] = {}
     for r in runs:
-        groups.setdefault(r.policy, []).append(r)
+        groups.setdefault(key(r), []).append(r)
     return groups
 
 
