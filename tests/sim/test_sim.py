@@ -165,6 +165,22 @@ def test_fragmentation_policy_packs_shared_gpus() -> None:
     assert node_fragmentation((500, 500), mix) == pytest.approx(0.5 * 1000)
 
 
+def test_fragmentation_shares_the_gpu_fgd_picks_not_only_the_best_fit() -> None:
+    # One T4 node, 3 GPUs; the mix is 300-milli tasks only. After 650 and 400 the GPUs have
+    # 350, 600 and 1000 free. For the next 300: the best fit (350) leaves 50 no task can use
+    # (score 48); the 600 or the whole GPU leave nothing unusable (score 50), and among those
+    # the least free one is taken: the 600, which neither best-fit nor most-free would pick.
+    one = Cluster((NodeSpec("n", 64000, 262144, 3, "T4"),))
+    tasks = (task("a", 1, 650), task("b", 1, 400), task("c", 1, 300))
+    with simulation(one, "fragmentation", target=(task("m", 1, 300),)) as sim:
+        drive(sim, tasks[:2])
+        assert sorted(sim.state.nodes["n"].gpu_free) == [350, 600, 1000]
+        drive(sim, tasks[2:])
+        assert sorted(sim.state.nodes["n"].gpu_free) == [300, 350, 1000]
+    mix = [(TaskShape(1, 300), 1.0)]
+    assert [fgd_score(node_fragmentation(after, mix) - 0) for after in ((50, 600, 1000), (300, 350, 1000))] == [48, 50]
+
+
 def test_fragmentation_measure_by_hand() -> None:
     cpu_only = TaskShape(0, 0, cpu_milli=2000)
     half = TaskShape(1, 500, cpu_milli=1000)

@@ -350,9 +350,11 @@ _METHOD = """
   seeds 42-51; its policies are Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD.
 * Our `fragmentation` policy is FGD: the same measure (CPU, GPU models and CPU-only tasks
   included), primed with the trace's task types, the same integer node score
-  100·σ(−ΔF/1000) and the same choice of GPU on a node. One difference: among nodes with
-  equal scores FGD picks at random, ours the node left with the least free GPU capacity;
-  `fragmentation-random` keeps FGD's random choice (a hash of the pod and node names).
+  100·σ(−ΔF/1000) and the same choice of GPU on a node (a shared GPU: the one whose share
+  scores best). Differences: among nodes with equal scores FGD picks at random, ours the
+  node left with the least free GPU capacity (`fragmentation-random` keeps FGD's random
+  choice, by a hash of the pod and node names); among a node's equally scored GPUs FGD
+  takes the lowest index, both of ours the least free one.
 """
 
 

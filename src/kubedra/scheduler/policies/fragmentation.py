@@ -283,6 +283,9 @@ class Fragmentation(Policy):
         free = self.free_milli(view, node)
         if all(f in (0, MILLI) for f in free.values()):
             return [self.device_order(view, node)]
+        pod = self._pod
+        if pod is not None and pod.devices == 1 and pod.milli < MILLI:
+            return [self._fgd_choice(view, node, free, pod)]
 
         def best_fit(request: RequestKey, refs: Sequence[DeviceRef]) -> Sequence[DeviceRef]:
             return sorted(refs, key=lambda r: free.get(r, MILLI))  # least free that fits first
@@ -291,6 +294,26 @@ class Fragmentation(Policy):
             return sorted(refs, key=lambda r: -free.get(r, 0))
 
         return [best_fit, whole_first]
+
+    def _fgd_choice(
+        self, view: ClusterView, node: str, free: dict[DeviceRef, int], pod: TaskShape
+    ) -> DeviceOrder:
+        """FGD's device for a pod sharing one: the one whose share leaves the best score
+        (as `best_rating` rates the node), the least free first among equals."""
+        cpu, models = self._cpu_free(node), view.nodes[node].models
+        before = tuple(sorted(free.values()))
+        rating: dict[DeviceRef, float] = {}
+        for ref, f in free.items():
+            if f >= pod.milli:
+                after = list(before)
+                after[after.index(f)] = f - pod.milli
+                rated = self._rate(before, [tuple(sorted(after))], cpu, models)
+                rating[ref] = rated if rated is not None else -math.inf
+
+        def order(request: RequestKey, refs: Sequence[DeviceRef]) -> Sequence[DeviceRef]:
+            return sorted(refs, key=lambda r: (-rating.get(r, -math.inf), free.get(r, MILLI)))
+
+        return order
 
     def score(self, view: ClusterView, candidate: Candidate) -> float:
         free = self.free_milli(view, candidate.node)
