@@ -359,6 +359,8 @@ _json_encoder = msgspec.json.Encoder(enc_hook=lambda v: _enc_hook(v))
 def plain(value: Model) -> Any:
     """Any model part (an AllocationResult, a Device...) as plain JSON-shaped data."""
     return _json_decoder.decode(_json_encoder.encode(value))
+
+
 _json_decoder = msgspec.json.Decoder()
 
 

@@ -479,9 +479,7 @@ class Scheduler:
             if len(found) >= self.policy.candidates:
                 break
         if not found:
-            why = (
-                _nowhere(len(nodes), reasons) if only is None else self._failed[equivalent][0]
-            )
+            why = _nowhere(len(nodes), reasons) if only is None else self._failed[equivalent][0]
             self._failed[equivalent] = (why, len(self._freed))
             raise Unschedulable(why)
         return max(found, key=lambda c: self.policy.score(view, c))  # first best wins ties

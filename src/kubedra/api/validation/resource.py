@@ -275,6 +275,7 @@ def _device_name(r: Report, path: Path, name: str) -> None:
     if name and not names.dns_label(name) and len(_VALID_DEVICE_NAMES) < _MEMO_LIMIT:
         _VALID_DEVICE_NAMES.add(name)
 
+
 _VALID_NAMES: set[str] = set()
 _VALID_VERSIONS: set[str] = set()
 _ONE_VALUE = len(ATTRIBUTE_VALUE_FIELDS) - 1  # Nones in the astuple() of a one-value attribute
