@@ -57,6 +57,11 @@ class TaskShape:
     def accepts(self, models: frozenset[str]) -> bool:
         return not self.models or not self.models.isdisjoint(models)
 
+    @property
+    def shares_a_device(self) -> bool:
+        """A part of one device (FGD's GPU-sharing task), which may go on any device."""
+        return self.devices == 1 and self.milli < MILLI
+
 
 Mix = Sequence[tuple[TaskShape, float]]
 
@@ -97,17 +102,20 @@ def placements(free: Sequence[int], shape: TaskShape) -> list[tuple[int, ...]]:
     fits = [i for i, f in enumerate(before) if f >= shape.milli]
     if len(fits) < shape.devices:
         return []
-    if shape.devices == 1 and shape.milli < MILLI:
-        chosen = [[i] for i in sorted({before[i]: i for i in fits}.values())]
-    else:
-        chosen = [fits[: shape.devices]]
-    out = []
-    for picks in chosen:
-        after = list(before)
-        for i in picks:
-            after[i] -= shape.milli
-        out.append(tuple(sorted(after)))
-    return out
+    if shape.shares_a_device:
+        return [share_from(before, f, shape.milli) for f in sorted({before[i] for i in fits})]
+    after = list(before)
+    for i in fits[: shape.devices]:
+        after[i] -= shape.milli
+    return [tuple(sorted(after))]
+
+
+def share_from(free: Sequence[int], device_free: int, milli: int) -> tuple[int, ...]:
+    """The free milli (sorted) left when `milli` is taken from one device that has
+    `device_free` of the node's `free`."""
+    after = list(free)
+    after[after.index(device_free)] -= milli
+    return tuple(sorted(after))
 
 
 class _SchedulerState(Protocol):
@@ -284,7 +292,7 @@ class Fragmentation(Policy):
         if all(f in (0, MILLI) for f in free.values()):
             return [self.device_order(view, node)]
         pod = self._pod
-        if pod is not None and pod.devices == 1 and pod.milli < MILLI:
+        if pod is not None and pod.shares_a_device:
             return [self._fgd_choice(view, node, free, pod)]
 
         def best_fit(request: RequestKey, refs: Sequence[DeviceRef]) -> Sequence[DeviceRef]:
@@ -302,16 +310,19 @@ class Fragmentation(Policy):
         (as `best_rating` rates the node), the least free first among equals."""
         cpu, models = self._cpu_free(node), view.nodes[node].models
         before = tuple(sorted(free.values()))
-        rating: dict[DeviceRef, float] = {}
-        for ref, f in free.items():
-            if f >= pod.milli:
-                after = list(before)
-                after[after.index(f)] = f - pod.milli
-                rated = self._rate(before, [tuple(sorted(after))], cpu, models)
-                rating[ref] = rated if rated is not None else -math.inf
+        rating = {  # devices with the same free milli rate the same: one rating per value
+            f: self._rate(before, [share_from(before, f, pod.milli)], cpu, models)
+            for f in set(free.values())
+            if f >= pod.milli
+        }
+
+        def key(ref: DeviceRef) -> tuple[float, int]:
+            f = free.get(ref, MILLI)
+            rated = rating.get(f) if ref in free else None
+            return (-rated if rated is not None else math.inf, f)
 
         def order(request: RequestKey, refs: Sequence[DeviceRef]) -> Sequence[DeviceRef]:
-            return sorted(refs, key=lambda r: (-rating.get(r, -math.inf), free.get(r, MILLI)))
+            return sorted(refs, key=key)
 
         return order
 
