@@ -354,21 +354,25 @@ def test_sim_report_runs_both_fgd_policies_over_the_seeds(tmp_path: Path) -> Non
     pods = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
             "p1,1000,1024,1,600,,LS,Running,0,100,0\np2,1000,1024,1,500,,LS,Running,10,50,10\n"
             "p3,1000,1024,1,1000,,LS,Running,20,200,20\n")
-    for stem in ("openb_pod_list_default", "openb_pod_list_cpu250"):
+    for stem in ("openb_pod_list_default", "openb_pod_list_multigpu50", "openb_pod_list_cpu250"):
         (data / f"{stem}.csv").write_text(pods)
     out = sim_report(tmp_path / "results.md", tmp_path / "figures", data_dir=data, seed=1,
                      variants=(("openb_pod_list_default", "default", ("fragmentation", "device-plugin")),
+                               ("openb_pod_list_multigpu50", "multi-GPU", ("fragmentation",)),
                                ("openb_pod_list_cpu250", "non-GPU", ("fragmentation", "device-plugin"))),
                      seeds=(1, 2), variant_seeds=(1, 3), replay_pods=0, jobs=1, progress=False,
                      echo=lambda _: None)
     md = out.read_text()
-    default, cpu250 = md.split("### `openb_pod_list_default`: `fragmentation`, `fragmentation-random`")[1].split(
-        "### `openb_pod_list_cpu250`: `fragmentation`")
+    # one seeds table per variant, in the report's order of variants (not by file name)
+    default, multigpu, cpu250 = md.split("\n## Seeds\n")[1].split("## Verdict")[0].split("\n### ")[1:]
+    assert default.startswith("`openb_pod_list_default`: `fragmentation`, `fragmentation-random`")
+    assert multigpu.startswith("`openb_pod_list_multigpu50`: `fragmentation`")
+    assert cpu250.startswith("`openb_pod_list_cpu250`: `fragmentation`")
     for policy in ("fragmentation", "fragmentation-random"):
         assert all(f"| {policy} | {seed} |" in default for seed in (1, 2))
     # the other variants: `fragmentation` alone, over `variant_seeds`
     assert all(f"| fragmentation | {seed} |" in cpu250 for seed in (1, 3))
-    assert "fragmentation-random" not in cpu250.split("## Verdict")[0]
+    assert "fragmentation-random" not in cpu250
     assert "`fragmentation-random` in this engine leaves" in md and "(mean of 2 seeds)" in md
     if paper_summary("openb_pod_list_cpu250"):  # the verdict needs the paper's figures
         assert "* non-GPU: our `fragmentation` leaves" in md and "(the mean of 2 seeds)" in md

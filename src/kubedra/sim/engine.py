@@ -111,6 +111,7 @@ class Simulation:
         target: Sequence[TaskSpec] = (),
         typical_threshold: float = 1.0,
         prime_policy: bool = True,
+        seed: int = 0,
     ) -> None:
         self.cluster = cluster
         self.policy_name = policy
@@ -125,6 +126,9 @@ class Simulation:
                 if sl is not None:
                     self.store.create(convert.obj(sl))
         self.policy: Policy = make_policy(base)
+        reseed = getattr(self.policy, "reseed", None)
+        if callable(reseed):  # a policy that breaks ties at random draws them from the run's seed
+            reseed(seed)
         self.scheduler = Scheduler(self.store, self.policy, clock=lambda: self.now)
         attach = getattr(self.policy, "attach", None)
         if callable(attach):
@@ -272,7 +276,7 @@ def run_saturate(
     bar = Progress(len(tasks), f"{policy:>20}", progress)
     rows: list[dict[str, float]] = []
     with simulation(
-        cluster, policy, target=target or tasks, typical_threshold=typical_threshold
+        cluster, policy, target=target or tasks, typical_threshold=typical_threshold, seed=seed
     ) as sim:
         cap = sim.state.capacity_milli
         arrived, failed, next_pct = 0, 0, 0
@@ -350,7 +354,9 @@ def run_replay(
     import heapq
 
     ends: list[tuple[float, str]] = []
-    with simulation(cluster, policy, target=tasks, typical_threshold=typical_threshold) as sim:
+    with simulation(
+        cluster, policy, target=tasks, typical_threshold=typical_threshold, seed=seed
+    ) as sim:
         arrived = 0
         i = 0
         n_events = len(events)

@@ -7,11 +7,12 @@ accepts, fewer than m's count of devices with m's milli free; a task that asks f
 leaves all of it idle), otherwise the free milli of the devices with less than m's milli
 free. A node's fragmentation is F_n = sum_m p_m F_n(m), p_m the share of type m in the
 workload mix. A pod goes where F grows least: its node score is FGD's integer score
-100·σ(−ΔF/1000), rounded down. Where FGD picks at random among equal scores, kubedra
-picks the node left with the least free device capacity (then by name): binpacking inside
-a score band, deterministic and leaving whole nodes for large jobs. On the Alibaba trace it
-leaves as much capacity unallocated as the random choice, within the spread of seeds
-(docs/results.md: `fragmentation-random` keeps FGD's random choice, as the reference).
+100·σ(−ΔF/1000), rounded down. Among equal scores FGD's simulator takes the first node of
+one random order drawn per run; kubedra picks the node left with the least free device
+capacity (then by name): binpacking inside a score band, deterministic and leaving whole
+nodes for large jobs. On the Alibaba trace the two leave as much capacity unallocated,
+within the spread of seeds (docs/results.md: `fragmentation-random` is FGD's rule, the
+reference).
 
 Devices: a device used exclusively has 0 milli free, an unused one 1000. A shared device
 (consumable capacity `<driver>/milli`, 1000 per device) has what the allocator state of the

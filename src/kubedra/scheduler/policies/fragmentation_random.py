@@ -1,19 +1,18 @@
 """`fragmentation-random`: FGD exactly as published, the reference for `fragmentation`.
 
-The paper's scheduler gives each node FGD's integer score and, like the kube-scheduler's
-host selection, picks uniformly at random among the nodes with the best score. This policy
-does the same, so the report can compare kubedra's `fragmentation` (which breaks those ties
-by packing) with the published algorithm in the same engine. The random order is a hash of
-the pod and node names: it is the same in every run, so results stay reproducible.
+The paper's simulator gives each node FGD's integer score and takes, among the nodes with
+the best score, the one with the smallest name; before the run it renames every node with
+a prefix drawn from a seeded random permutation. So equal scores are broken by one random
+node order, fixed for the whole run (not by packing, and not by a fresh draw per pod as
+the stock kube-scheduler's host selection does). This policy does the same: the order is
+a hash of the run's seed (`reseed`) and the node name, so a run repeats exactly. The
+report sets it beside kubedra's `fragmentation`, which breaks those ties by packing.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
 
-from kubedra.api.core import Pod
-from kubedra.api.resource import ResourceClaim
 from kubedra.scheduler.policies.fragmentation import Fragmentation
 
 
@@ -23,11 +22,11 @@ class FragmentationRandom(Fragmentation):
 
     def __init__(self) -> None:
         super().__init__()
-        self._salt = b""
+        self._salt = b"0/"
 
-    def prepare(self, pod: Pod, claims: Sequence[ResourceClaim]) -> None:
-        super().prepare(pod, claims)
-        self._salt = f"{pod.metadata.namespace}/{pod.metadata.name}/".encode()
+    def reseed(self, seed: int) -> None:
+        """Draw the run's node order from `seed` (the simulator passes its run seed)."""
+        self._salt = f"{seed}/".encode()
 
     def tie_break(self, node: str) -> int:
         return zlib.crc32(self._salt + node.encode())
