@@ -1,4 +1,4 @@
-"""`fragmentation-random`: FGD exactly as published, the reference for `fragmentation`.
+"""`fragmentation-random`: FGD with its simulator's rule for equal scores, the reference.
 
 The paper's simulator gives each node FGD's integer score and takes, among the nodes with
 the best score, the one with the smallest name; before the run it renames every node with
