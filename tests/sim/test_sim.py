@@ -181,6 +181,16 @@ def test_fragmentation_shares_the_gpu_fgd_picks_not_only_the_best_fit() -> None:
     assert [fgd_score(node_fragmentation(after, mix) - 0) for after in ((50, 600, 1000), (300, 350, 1000))] == [48, 50]
 
 
+def test_the_simulator_primes_fragmentation_with_fgds_typical_pods() -> None:
+    # 19 one-GPU tasks and 1 eight-GPU task: the one-GPU type alone covers 95 % of the
+    # pods, so FGD's typical pods (and the policy's mix) leave the rare type out; the
+    # fragmentation measure still counts every type.
+    tasks = (*(task(f"s{i}", 1, 1000) for i in range(19)), task("big", 8, 1000))
+    with simulation(NODES, "fragmentation", target=tasks) as sim:
+        assert [shape.devices for shape, _ in sim.policy.mix()] == [1]  # type: ignore[attr-defined]
+        assert sorted(t.devices for t, _ in sim.types) == [1, 8]
+
+
 def test_fragmentation_measure_by_hand() -> None:
     cpu_only = TaskShape(0, 0, cpu_milli=2000)
     half = TaskShape(1, 500, cpu_milli=1000)

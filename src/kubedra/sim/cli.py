@@ -352,15 +352,15 @@ _METHOD = """
 * The paper's curves are its published per-run results (`fgd-atc23-results`), median of
   seeds 42-51; its policies are Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD.
 * Our `fragmentation` policy is FGD: the same measure (CPU, GPU models and CPU-only tasks
-  included), primed with the trace's task types, the same integer node score
+  included), primed with FGD's typical pods (the most popular task types of the trace that
+  cover 95 % of its pods, as the paper's runs do), the same integer node score
   100·σ(−ΔF/1000) and the same choice of GPU on a node (a shared GPU: the one whose share
   scores best). Differences: among nodes with equal scores FGD's simulator takes the first
   in one random node order per run (it renames the nodes by a seeded permutation and
   picks the smallest name), ours the node left with the least free GPU capacity
   (`fragmentation-random` keeps FGD's rule, the order a hash of the seed and node name);
   among a node's equally scored GPUs FGD takes the lowest index, both of ours the least
-  free one. FGD keeps the most popular task types that cover 95 % of the pods as its
-  typical pods; ours keep all of them.
+  free one.
 """
 
 

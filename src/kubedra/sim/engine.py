@@ -47,6 +47,9 @@ from kubedra.sim.trace import Cluster, TaskSpec, Workload
 BASELINE = "device-plugin"
 SIM_EPOCH = datetime(2023, 1, 1, tzinfo=UTC)  # simulated time 0
 DEFAULT_BASELINE_POLICY = "spread"  # kube-scheduler's default scoring is LeastAllocated
+# FGD's typical pods: the most popular task types that cover this share of the pods
+# (its simulator's podPopularityThreshold, 95), the mix a fragmentation policy is primed with.
+TYPICAL_SHARE = 0.95
 ExperimentMode = Literal["saturate", "replay"]
 
 
@@ -136,7 +139,8 @@ class Simulation:
         prime = getattr(self.policy, "prime", None)
         if prime_policy and callable(prime) and target:
             # FGD's typical pods, as this mode's claims ask (whole GPUs under device-plugin)
-            prime(dict(typical_types(target, shape=partial(convert.task_shape, mode=self.mode))))
+            shape = partial(convert.task_shape, mode=self.mode)
+            prime(dict(typical_types(target, TYPICAL_SHARE, shape=shape)))
         self.state = ClusterState(cluster.nodes)
         self.types = typical_types(target, typical_threshold)
         self.frag = FragMeter(self.state, self.types)
