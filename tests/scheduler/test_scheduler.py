@@ -209,9 +209,7 @@ def _eight_one_gpu_pods(tmp_path: Path, policy: str, seed: int = 0) -> list[str 
         gpu_node(store, name, gpus=8)
     gpu_template(store, "one", 1)
     scheduler = Scheduler(store, policy)
-    reseed = getattr(scheduler.policy, "reseed", None)
-    if reseed is not None:
-        reseed(seed)
+    scheduler.policy.reseed(seed)
     scheduler.policy.observe(1)  # a mix of 1-GPU pods: every node scores the same
     for i in range(8):
         gpu_pod(store, f"p{i}", template="one")

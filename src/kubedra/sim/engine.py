@@ -129,9 +129,7 @@ class Simulation:
                 if sl is not None:
                     self.store.create(convert.obj(sl))
         self.policy: Policy = make_policy(base)
-        reseed = getattr(self.policy, "reseed", None)
-        if callable(reseed):  # a policy that breaks ties at random draws them from the run's seed
-            reseed(seed)
+        self.policy.reseed(seed)
         self.scheduler = Scheduler(self.store, self.policy, clock=lambda: self.now)
         attach = getattr(self.policy, "attach", None)
         if callable(attach):

@@ -44,6 +44,9 @@ class Policy:
     def attach(self, scheduler: Any) -> None:
         """Called once by the scheduler that uses this policy (to read its state later)."""
 
+    def reseed(self, seed: int) -> None:
+        """Called with a run's seed by the simulator (for policies that break ties at random)."""
+
     def prepare(self, pod: Pod, claims: Sequence[ResourceClaim]) -> None:
         """Called with the pod and its claims before its nodes are ranked."""
 

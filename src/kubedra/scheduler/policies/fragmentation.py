@@ -10,9 +10,9 @@ workload mix. A pod goes where F grows least: its node score is FGD's integer sc
 100·σ(−ΔF/1000), rounded down. Among equal scores FGD's simulator takes the first node of
 one random order drawn per run; kubedra picks the node left with the least free device
 capacity (then by name): binpacking inside a score band, deterministic and leaving whole
-nodes for large jobs. On the Alibaba trace the two leave as much capacity unallocated,
-within the spread of seeds (docs/results.md: `fragmentation-random` is FGD's rule, the
-reference).
+nodes for large jobs. With all task types as the mix the two rules left as much capacity
+unallocated on the Alibaba trace; with FGD's 95 % typical pods FGD's rule leaves less
+(docs/results.md: `fragmentation-random` is FGD's rule, the reference).
 
 Devices: a device used exclusively has 0 milli free, an unused one 1000. A shared device
 (consumable capacity `<driver>/milli`, 1000 per device) has what the allocator state of the
