@@ -197,10 +197,10 @@ def test_fragmentation_avoids_breaking_a_whole_node(store: SqliteStore) -> None:
     gpu_pod(store, "small-1", template="one")
     gpu_pod(store, "small-2", template="one")
     outcomes = scheduler.run_once()
-    assert {o.node for o in outcomes} == {"n1"}  # both on one node: n2 stays whole
+    (used,) = {o.node for o in outcomes}  # both on one node: the other stays whole
     gpu_pod(store, "big", template="eight")
     (big,) = scheduler.run_once()
-    assert big.node == "n2"
+    assert big.node == ({"n1", "n2"} - {used}).pop()
 
 
 def _eight_one_gpu_pods(tmp_path: Path, policy: str, seed: int = 0) -> list[str | None]:
@@ -216,15 +216,17 @@ def _eight_one_gpu_pods(tmp_path: Path, policy: str, seed: int = 0) -> list[str 
     return [o.node for o in scheduler.run_once()]
 
 
-def test_fragmentation_packs_equal_scores_and_the_reference_follows_one_random_node_order(
+def test_fragmentation_follows_one_seeded_node_order_and_the_pack_variant_packs(
     tmp_path: Path,
 ) -> None:
-    assert set(_eight_one_gpu_pods(tmp_path / "packed", "fragmentation")) == {"n1"}
-    # FGD as published: one random node order per run, so equal scores fill the same node
-    runs = {s: _eight_one_gpu_pods(tmp_path / f"s{s}", "fragmentation-random", s) for s in range(6)}
+    # FGD as published: one node order per run, so equal scores fill the same node
+    runs = {s: _eight_one_gpu_pods(tmp_path / f"s{s}", "fragmentation", s) for s in range(6)}
     assert all(len(set(nodes)) == 1 for nodes in runs.values())
     assert len({nodes[0] for nodes in runs.values()}) > 1  # the order depends on the seed
-    assert _eight_one_gpu_pods(tmp_path / "again", "fragmentation-random", 3) == runs[3]  # reproducible
+    assert _eight_one_gpu_pods(tmp_path / "again", "fragmentation", 3) == runs[3]  # reproducible
+    # packing ignores the seed: the node left with the least free capacity, then the name
+    for s in (0, 1):
+        assert set(_eight_one_gpu_pods(tmp_path / f"pack{s}", "fragmentation-pack", s)) == {"n1"}
 
 
 def test_extended_resource_is_served_through_a_dra_claim(store: SqliteStore) -> None:

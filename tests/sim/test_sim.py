@@ -375,15 +375,15 @@ def test_sim_report_runs_both_fgd_policies_over_the_seeds(tmp_path: Path) -> Non
     md = out.read_text()
     # one seeds table per variant, in the report's order of variants (not by file name)
     default, multigpu, cpu250 = md.split("\n## Seeds\n")[1].split("## Verdict")[0].split("\n### ")[1:]
-    assert default.startswith("`openb_pod_list_default`: `fragmentation`, `fragmentation-random`")
+    assert default.startswith("`openb_pod_list_default`: `fragmentation`, `fragmentation-pack`")
     assert multigpu.startswith("`openb_pod_list_multigpu50`: `fragmentation`")
     assert cpu250.startswith("`openb_pod_list_cpu250`: `fragmentation`")
-    for policy in ("fragmentation", "fragmentation-random"):
+    for policy in ("fragmentation", "fragmentation-pack"):
         assert all(f"| {policy} | {seed} |" in default for seed in (1, 2))
     # the other variants: `fragmentation` alone, over `variant_seeds`
     assert all(f"| fragmentation | {seed} |" in cpu250 for seed in (1, 3))
-    assert "fragmentation-random" not in cpu250
-    assert "`fragmentation-random` in this engine leaves" in md and "(mean of 2 seeds)" in md
+    assert "fragmentation-pack" not in cpu250
+    assert "`fragmentation-pack` in this engine leaves" in md and "(mean of 2 seeds)" in md
     if paper_summary("openb_pod_list_cpu250"):  # the verdict needs the paper's figures
         assert "* non-GPU: our `fragmentation` leaves" in md and "(the mean of 2 seeds)" in md
 
@@ -394,11 +394,11 @@ def test_seeds_table_reports_mean_and_sd() -> None:
 
     runs = [RunResult(policy, "saturate", "w", seed, [], {"alloc_at_100": a, "alloc_at_130": b}, 1.0)
             for policy, seed, a, b in (("fragmentation", 42, 95.0, 96.0), ("fragmentation", 43, 94.0, 95.0),
-                                       ("fragmentation-random", 42, 93.0, 94.0))]
+                                       ("fragmentation-pack", 42, 93.0, 94.0))]
     table = seeds_table(runs, {"unalloc_gpu_pct_at_arrive100_mean": "4.77", "unalloc_gpu_pct_at_arrive100_std": "0.11",
                                "unalloc_gpu_pct_at_arrive130_mean": "4.61", "unalloc_gpu_pct_at_arrive130_std": "0.08"})
     assert "| fragmentation | 42 | 5.00 | 4.00 |" in table and "| fragmentation | 43 | 6.00 | 5.00 |" in table
     assert "| fragmentation | mean ± sd | 5.50 ± 0.71 | 4.50 ± 0.71 |" in table
-    assert "| fragmentation-random | 42 | 7.00 | 6.00 |" in table
-    assert "| fragmentation-random | mean ± sd | n/a | n/a |" in table  # one seed: no sd
+    assert "| fragmentation-pack | 42 | 7.00 | 6.00 |" in table
+    assert "| fragmentation-pack | mean ± sd | n/a | n/a |" in table  # one seed: no sd
     assert table.rstrip().endswith("| paper FGD | 10 seeds | 4.77 ± 0.11 | 4.61 ± 0.08 |")

@@ -7,12 +7,12 @@ accepts, fewer than m's count of devices with m's milli free; a task that asks f
 leaves all of it idle), otherwise the free milli of the devices with less than m's milli
 free. A node's fragmentation is F_n = sum_m p_m F_n(m), p_m the share of type m in the
 workload mix. A pod goes where F grows least: its node score is FGD's integer score
-100·σ(−ΔF/1000), rounded down. Among equal scores FGD's simulator takes the first node of
-one random order drawn per run; kubedra picks the node left with the least free device
-capacity (then by name): binpacking inside a score band, deterministic and leaving whole
-nodes for large jobs. With all task types as the mix the two rules left as much capacity
-unallocated on the Alibaba trace; with FGD's 95 % typical pods FGD's rule leaves less
-(docs/results.md: `fragmentation-random` is FGD's rule, the reference).
+100·σ(−ΔF/1000), rounded down. Among equal scores it follows FGD's simulator: the
+first node of one node order fixed for the run, here a hash of the seed (`reseed`; the
+simulator passes its run seed, the scheduler keeps 0) and the node name, so a run repeats
+exactly. The paper's simulator renames the nodes by a seeded random permutation and takes
+the smallest name. `fragmentation-pack` breaks those ties by packing instead; under FGD's
+typical pods it leaves more capacity unallocated (docs/decisions.md).
 
 Devices: a device used exclusively has 0 milli free, an unused one 1000. A shared device
 (consumable capacity `<driver>/milli`, 1000 per device) has what the allocator state of the
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,9 +42,6 @@ from kubedra.scheduler.view import ClusterView
 MILLI = 1000
 MILLI_CAPACITY = "milli"  # capacity name on the device; fully qualified: "<driver>/milli"
 _NANO = 10**9
-# Scores differ by whole points; free capacity (milli, at most ~1e6 per node) only orders
-# candidates within one point.
-_FREE_WEIGHT = 1e-7
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,12 +126,13 @@ class _SchedulerState(Protocol):
 class Fragmentation(Policy):
     name = "fragmentation"
     candidates = 4
-    free_weight: float = _FREE_WEIGHT  # 0: ties stay ties (see `fragmentation-random`)
+    free_weight: float = 0.0  # > 0: equal scores go to the node left with less free capacity
 
     def __init__(self) -> None:
         self.observed: Counter[TaskShape] = Counter()
         self.prior: dict[TaskShape, float] = {}
         self._scheduler: _SchedulerState | None = None
+        self._salt = b"0/"  # the node order for equal scores (`reseed`)
         self._pod: TaskShape | None = None  # the pod being placed (from `prepare`)
         self._mix: list[tuple[TaskShape, float]] | None = None
         self._cpu_steps: list[int] = []  # the mix's distinct CPU requests, ascending
@@ -148,6 +147,10 @@ class Fragmentation(Policy):
     def attach(self, scheduler: _SchedulerState) -> None:
         """Read consumed device capacity and free CPU from this scheduler."""
         self._scheduler = scheduler
+
+    def reseed(self, seed: int) -> None:
+        """Draw the node order for equal scores from `seed` (the simulator's run seed)."""
+        self._salt = f"{seed}/".encode()
 
     def prime(self, mix: Mapping[TaskShape, float]) -> None:
         """Use a known workload mix (counts or weights) instead of the observed one, as FGD
@@ -282,8 +285,9 @@ class Fragmentation(Policy):
         return [n for _, _, n in fitting] + [n for r, n in keyed if r is None]
 
     def tie_break(self, node: str) -> int:
-        """Order among nodes with equal ratings, before their names: none here (packing)."""
-        return 0
+        """Order among nodes with equal ratings (before their names): FGD's one node order
+        per run."""
+        return zlib.crc32(self._salt + node.encode())
 
     def device_order(self, view: ClusterView, node: str) -> DeviceOrder | None:
         return grouped_order(view, node, fullest_first=True)
