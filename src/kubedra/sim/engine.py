@@ -39,6 +39,7 @@ from kubedra.api.resource import ResourceClaim
 from kubedra.cluster.sqlite import SqliteStore
 from kubedra.errors import NotFound
 from kubedra.scheduler.policies import Policy, make_policy
+from kubedra.scheduler.policies.fragmentation import Fragmentation
 from kubedra.scheduler.scheduler import Outcome, Scheduler
 from kubedra.sim import convert
 from kubedra.sim.metrics import ClusterState, FragMeter, Placement, percentile, typical_types
@@ -131,14 +132,10 @@ class Simulation:
         self.policy: Policy = make_policy(base)
         self.policy.reseed(seed)
         self.scheduler = Scheduler(self.store, self.policy, clock=lambda: self.now)
-        attach = getattr(self.policy, "attach", None)
-        if callable(attach):
-            attach(self.scheduler)
-        prime = getattr(self.policy, "prime", None)
-        if prime_policy and callable(prime) and target:
+        if prime_policy and target and isinstance(self.policy, Fragmentation):
             # FGD's typical pods, as this mode's claims ask (whole GPUs under device-plugin)
             shape = partial(convert.task_shape, mode=self.mode)
-            prime(dict(typical_types(target, TYPICAL_SHARE, shape=shape)))
+            self.policy.prime(dict(typical_types(target, TYPICAL_SHARE, shape=shape)))
         self.state = ClusterState(cluster.nodes)
         self.types = typical_types(target, typical_threshold)
         self.frag = FragMeter(self.state, self.types)
