@@ -187,7 +187,8 @@ def test_the_simulator_primes_fragmentation_with_fgds_typical_pods() -> None:
     # fragmentation measure still counts every type.
     tasks = (*(task(f"s{i}", 1, 1000) for i in range(19)), task("big", 8, 1000))
     with simulation(NODES, "fragmentation", target=tasks) as sim:
-        assert [shape.devices for shape, _ in sim.policy.mix()] == [1]  # type: ignore[attr-defined]
+        assert isinstance(sim.policy, Fragmentation)
+        assert [shape.devices for shape, _ in sim.policy.mix()] == [1]
         assert sorted(t.devices for t, _ in sim.types) == [1, 8]
 
 

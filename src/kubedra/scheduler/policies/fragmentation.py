@@ -132,7 +132,6 @@ class Fragmentation(Policy):
         self.observed: Counter[TaskShape] = Counter()
         self.prior: dict[TaskShape, float] = {}
         self._scheduler: _SchedulerState | None = None
-        self._salt = b"0/"  # the node order for equal scores (`reseed`)
         self._pod: TaskShape | None = None  # the pod being placed (from `prepare`)
         self._mix: list[tuple[TaskShape, float]] | None = None
         self._cpu_steps: list[int] = []  # the mix's distinct CPU requests, ascending
@@ -141,6 +140,8 @@ class Fragmentation(Policy):
         self._ratings: dict[
             tuple[TaskShape, tuple[int, ...], int, int, frozenset[str]], float | None
         ] = {}
+        self._salt: bytes
+        self.reseed(0)  # the node order for equal scores: seed 0 unless a simulation reseeds
 
     # --- inputs ---------------------------------------------------------------------------
 
