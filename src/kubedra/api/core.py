@@ -158,9 +158,19 @@ class NodeSpec(Model):
     unschedulable: bool | None = None
 
 
+class NodeCondition(Model):
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+    last_heartbeat_time: str | None = None
+    last_transition_time: str | None = None
+
+
 class NodeStatus(Model):
     capacity: dict[str, Quantity] = msgspec.field(default_factory=dict)
     allocatable: dict[str, Quantity] = msgspec.field(default_factory=dict)
+    conditions: tuple[NodeCondition, ...] = ()
 
 
 class Node(KubeObject):

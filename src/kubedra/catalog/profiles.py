@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from kubedra.api.core import Node, NodeStatus
+from kubedra.api.core import Node, NodeCondition, NodeStatus
 from kubedra.api.meta import ObjectMeta
 from kubedra.api.quantity import Quantity
 from kubedra.catalog import gpus, nics, nvidia, tpus
@@ -28,6 +28,10 @@ from kubedra.catalog.nics import NicSpec
 from kubedra.catalog.tpus import TpuSpec
 
 _MIB = 2**20
+# Simulated nodes have no kubelet to report readiness: they are Ready from the start.
+READY = NodeCondition(
+    type="Ready", status="True", reason="KubeletReady", message="kubedra simulated node"
+)
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,11 @@ class Profile:
             metadata=ObjectMeta(
                 name=node_name, uid=stable_uuid(node_name, "node"), labels=self.labels(node_name)
             ),
-            status=NodeStatus(capacity=capacity | extended, allocatable=allocatable | extended),
+            status=NodeStatus(
+                capacity=capacity | extended,
+                allocatable=allocatable | extended,
+                conditions=(READY,),
+            ),
         )
 
     def inventories(self, node_name: str) -> list[DriverInventory]:

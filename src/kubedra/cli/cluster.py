@@ -6,37 +6,43 @@ import sys
 from pathlib import Path
 
 import click
+import msgspec
 import yaml
 
 from kubedra.catalog import PROFILES, profile
 from kubedra.cli.context import Settings, fails_cleanly
 from kubedra.cli.output import table
-from kubedra.cluster import SqliteStore
+from kubedra.cluster.store import Store, atomic
 
 
 @click.group()
 def cluster() -> None:
-    """Create or reset a simulated cluster on the embedded store."""
+    """Create simulated nodes (on the embedded store or a real cluster), or reset the store."""
 
 
-def create_nodes(store: SqliteStore, counts: list[tuple[str, int]]) -> list[str]:
-    """Nodes `<profile>-<i>` with their slices published by the simulated drivers."""
+def create_nodes(store: Store, counts: list[tuple[str, int]]) -> list[str]:
+    """Nodes `<profile>-<i>` with their slices published by the simulated drivers. On a
+    real cluster they are kubelet-less Nodes: their status (Ready, allocatable) is written
+    through the status subresource, as a kubelet would, since create ignores status."""
     from kubedra.driver.publisher import publish
 
     names = []
-    with store.transaction():
+    with atomic(store):
         for name, count in counts:
             prof = profile(name)
             for i in range(count):
                 node = f"{prof.name}-{i}"
-                store.create(prof.node(node))
+                wanted = prof.node(node)
+                created = store.create(wanted)
+                if created.status != wanted.status:
+                    store.update_status(msgspec.structs.replace(created, status=wanted.status))
                 for inventory in prof.inventories(node):
                     publish(store, inventory, node)
                 names.append(node)
     return names
 
 
-def _parse_counts(values: tuple[str, ...]) -> list[tuple[str, int]]:
+def parse_counts(values: tuple[str, ...]) -> list[tuple[str, int]]:
     out = []
     for value in values:
         name, _, count = value.partition("=")
@@ -59,10 +65,10 @@ def _parse_counts(values: tuple[str, ...]) -> list[tuple[str, int]]:
 @fails_cleanly
 def create(settings: Settings, node_profiles: tuple[str, ...], from_file: str | None) -> None:
     """Make Nodes and publish their ResourceSlices through the simulated drivers."""
-    counts = _parse_counts(node_profiles)
+    counts = parse_counts(node_profiles)
     if from_file:
         spec = yaml.safe_load(Path(from_file).read_text()) or {}
-        counts += _parse_counts(
+        counts += parse_counts(
             tuple(f"{n['profile']}={n.get('count', 1)}" for n in spec.get("nodes", []))
         )
     if not counts:
@@ -75,8 +81,8 @@ def create(settings: Settings, node_profiles: tuple[str, ...], from_file: str | 
 @click.pass_obj
 @fails_cleanly
 def reset(settings: Settings) -> None:
-    """Delete the store (every object)."""
-    path = Path(settings.store)
+    """Delete the embedded store (every object)."""
+    path = Path(settings.embedded_path("cluster reset"))
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
     click.echo(f"cluster: store {path} reset")

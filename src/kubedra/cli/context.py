@@ -5,12 +5,14 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
 import click
 
 from kubedra.cluster import SqliteStore
+from kubedra.cluster.connect import Backend
+from kubedra.cluster.kubernetes import KubeStore
 from kubedra.errors import KubedraError
 
 P = ParamSpec("P")
@@ -21,12 +23,22 @@ R = TypeVar("R")
 class Settings:
     """Global options, passed to subcommands through click's context object."""
 
-    store: str
+    store: str  # the embedded store's path (used when the backend is not a cluster)
     strict: bool
     verbosity: int
+    backend: Backend = field(default_factory=Backend)
 
-    def open_store(self) -> SqliteStore:
-        return SqliteStore(self.store)
+    def open_store(self) -> SqliteStore | KubeStore:
+        return self.backend.open()
+
+    def embedded_path(self, command: str) -> str:
+        """The embedded store's path, for commands that only make sense on it."""
+        if self.backend.is_kubernetes():
+            raise KubedraError(
+                f"{command} works on the embedded store only (on a cluster it would replace "
+                "everything): drop --kubeconfig/--context/--in-cluster or unset KUBECONFIG"
+            )
+        return self.backend.store_path
 
 
 def fails_cleanly(fn: Callable[P, R]) -> Callable[P, R]:

@@ -40,7 +40,7 @@ TOO_BIG = {  # 16 H100-class GPUs on one node: no node has them
 
 
 def run_demo(out: TextIO, settings: Settings, seed_dir: Path = SEED_DIR) -> int:
-    store = _fresh_store(settings.store)
+    store = _fresh_store(settings.embedded_path("demo"))
     nodes = create_nodes(store, CLUSTER)
     out.write(
         f"cluster: {len(nodes)} nodes ({', '.join(f'{c}x {p}' for p, c in CLUSTER)}) "

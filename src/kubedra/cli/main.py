@@ -6,16 +6,19 @@ import logging
 import sys
 
 import click
+from click.core import ParameterSource
 
 from kubedra import __version__
 from kubedra.cli.cluster import cluster
 from kubedra.cli.context import Settings
+from kubedra.cli.devcluster import dev_cluster
 from kubedra.cli.driver import driver
 from kubedra.cli.lint import run_lint
 from kubedra.cli.resources import apply, delete, describe, get
 from kubedra.cli.scheduling import allocate_command, devices, explain, schedule
 from kubedra.cli.sim import sim
 from kubedra.cluster import DEFAULT_PATH
+from kubedra.cluster.connect import Backend
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -26,12 +29,32 @@ from kubedra.cluster import DEFAULT_PATH
     show_default=True,
     help="Path of the embedded state store (or KUBEDRA_STORE).",
 )
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    help="Work on the cluster of this kubeconfig instead of the embedded store.",
+)
+@click.option("--context", "kube_context", help="The kubeconfig context to use.")
+@click.option(
+    "--in-cluster", is_flag=True, help="Use the pod's service account (inside a cluster)."
+)
 @click.option("--strict", is_flag=True, help="Upstream behaviour exactly; warnings fail.")
 @click.option("-v", "verbosity", count=True, help="More output (-v, -vv).")
 @click.version_option(__version__, prog_name="kubedra")
 @click.pass_context
-def cli(ctx: click.Context, store: str, strict: bool, verbosity: int) -> None:
+def cli(
+    ctx: click.Context,
+    store: str,
+    kubeconfig: str | None,
+    kube_context: str | None,
+    in_cluster: bool,
+    strict: bool,
+    verbosity: int,
+) -> None:
     """kubedra: Kubernetes Dynamic Resource Allocation for GPU clusters.
+
+    Commands work on the embedded store (--store) or, with --kubeconfig, --context,
+    --in-cluster or KUBECONFIG set, on a real cluster.
 
     Shell completion: eval "$(_KUBEDRA_COMPLETE=bash_source kubedra)" (zsh_source, fish_source).
     """
@@ -41,7 +64,14 @@ def cli(ctx: click.Context, store: str, strict: bool, verbosity: int) -> None:
         stream=sys.stderr,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    ctx.obj = Settings(store=store, strict=strict, verbosity=verbosity)
+    given = ctx.get_parameter_source("store") is not ParameterSource.DEFAULT
+    backend = Backend(
+        store=store if given else None,
+        kubeconfig=kubeconfig,
+        context=kube_context,
+        in_cluster=in_cluster,
+    )
+    ctx.obj = Settings(store=store, strict=strict, verbosity=verbosity, backend=backend)
 
 
 @cli.command()
@@ -72,6 +102,7 @@ for command in (
     devices,
     allocate_command,
     cluster,
+    dev_cluster,
     driver,
     sim,
 ):

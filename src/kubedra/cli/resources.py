@@ -15,7 +15,7 @@ from kubedra.cli.columns import COLUMNS
 from kubedra.cli.context import Settings, fails_cleanly
 from kubedra.cli.lint import lint_problems
 from kubedra.cli.output import render_objects, resource_name, table
-from kubedra.cluster import SqliteStore
+from kubedra.cluster.store import Store, atomic
 from kubedra.errors import NotFound, ValidationError
 
 
@@ -41,13 +41,13 @@ def apply(settings: Settings, paths: tuple[str, ...]) -> None:
     if errors:
         raise ValidationError(errors)
     store = settings.open_store()
-    with store.transaction():
+    with atomic(store):
         verbs = [_apply_one(store, loaded.obj) for loaded in result.objects]
     for loaded, verb in zip(result.objects, verbs, strict=True):
         click.echo(f"{resource_name(loaded.obj)}/{loaded.obj.name} {verb}")
 
 
-def _apply_one(store: SqliteStore, obj: KubeObject) -> str:
+def _apply_one(store: Store, obj: KubeObject) -> str:
     cls = type(obj)
     try:
         current = store.get(cls, obj.name, obj.namespace or "default")

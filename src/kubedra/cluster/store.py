@@ -10,10 +10,11 @@ replays every change after a given resourceVersion.
 from __future__ import annotations
 
 import builtins
+import contextlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from kubedra.api.meta import KubeObject
 
@@ -68,3 +69,10 @@ class Store(Protocol):
         kinds: Iterable[type[KubeObject]] | None = None,
         timeout: float | None = None,
     ) -> Iterator[WatchEvent]: ...
+
+
+def atomic(store: Store) -> contextlib.AbstractContextManager[Any]:
+    """All-or-nothing where the backend can: the embedded store's transaction. The API
+    server has no transaction over several objects, so there each write stands alone."""
+    transaction = getattr(store, "transaction", None)
+    return transaction() if callable(transaction) else contextlib.nullcontext()

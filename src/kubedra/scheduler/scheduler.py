@@ -43,8 +43,8 @@ from kubedra.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from kubedra.cluster.sqlite import SqliteStore, now_rfc3339
-from kubedra.cluster.store import T
+from kubedra.cluster.sqlite import now_rfc3339
+from kubedra.cluster.store import Store, T, atomic
 from kubedra.errors import Conflict, NotFound
 from kubedra.scheduler.claims import (
     extended_resource_claim,
@@ -97,7 +97,7 @@ class Scheduler:
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: Store,
         policy: str | Policy = "first-fit",
         *,
         scheduler_names: Sequence[str] = SCHEDULER_NAMES,
@@ -158,7 +158,7 @@ class Scheduler:
         """One scheduling cycle for one pod."""
         key = pod_key(pod)
         try:
-            with self.store.transaction():
+            with atomic(self.store):
                 self.refresh()
                 try:
                     pod = self._current_pod(pod)
@@ -599,7 +599,7 @@ class Scheduler:
     def _bind(self, pod: Pod, node: str) -> None:
         """Bind (spec.nodeName, then the PodScheduled condition) in one store transaction,
         separate from the claim writes, like upstream's Bind after PreBind."""
-        with self.store.transaction():
+        with atomic(self.store):
             self._bind_now(pod, node)
 
     def _bind_now(self, pod: Pod, node: str) -> None:

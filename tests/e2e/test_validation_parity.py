@@ -1,0 +1,147 @@
+"""kubedra's validation against the real API server's, case by case (server-side dry-run).
+
+Every case of kubedra's own validation table (tests/api/test_validation.py), and every
+valid base manifest, is sent to kube-apiserver with `dryRun=All` and strict field
+validation (kubectl's default), so nothing is written. For each: both accept, or both
+reject and the server names the field path kubedra names. Known differences are listed
+in KNOWN with the reason (mirrored in docs/compatibility.md); a new difference fails,
+and so does a listed one that has gone away (so the list stays true).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from kubedra.api.codec import decode_object
+from kubedra.api.validation import validate
+from kubedra.cluster.kubernetes import RESOURCES, KubeStore
+from kubedra.cluster.rest import Request
+from kubedra.errors import KubedraError, NotFound, ValidationError
+from tests.api import manifests
+from tests.api.test_validation import CASES
+
+# case id -> why kubedra and the API server disagree (docs/compatibility.md, "Validation").
+KNOWN: dict[str, str] = {}
+
+BASES: dict[str, Callable[[], dict[str, Any]]] = {
+    "slice": manifests.slice_doc,
+    "shared-device-slice": manifests.shared_device_slice_doc,
+    "counters-slice": manifests.counters_slice_doc,
+    "claim": manifests.claim_doc,
+    "allocated-claim": manifests.allocated_claim_doc,
+    "class": manifests.class_doc,
+    "template": manifests.template_doc,
+    "taint-rule": manifests.taint_rule_doc,
+    "pod": manifests.pod_doc,
+}
+
+
+def kubedra_verdict(doc: dict[str, Any]) -> set[str]:
+    """The field paths kubedra rejects the document at (empty: accepted)."""
+    try:
+        obj = decode_object(doc).obj
+    except ValidationError as err:
+        return {p.path for p in err.problems if p.is_error}
+    return {p.path for p in validate(obj) if p.is_error}
+
+
+def server_verdict(kube: KubeStore, doc: dict[str, Any]) -> set[str]:
+    """The field paths the API server rejects the document at (empty: accepted)."""
+    cls = next((c for c in RESOURCES if doc.get("kind") == c.KIND), None)
+    assert cls is not None, doc.get("kind")
+    res = RESOURCES[cls]
+    meta = doc.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default") if res.namespaced else ""
+    query = {"dryRun": "All", "fieldValidation": "Strict"}
+    about = Request("create", res.full_name, namespace, str(meta.get("name") or ""), cls.KIND)
+    path = res.path(namespace or None)
+    doc = {**doc, "apiVersion": res.group_version}  # as KubeStore sends it (v1beta2 -> v1)
+    body = json.dumps(doc).encode()
+    try:
+        if "status" in doc and cls.KIND == "ResourceClaim":
+            return _status_verdict(kube, doc, res.path(namespace, meta["name"]), about)
+        kube.client.request("POST", path, about, query=query, body=body)
+    except ValidationError as err:
+        return {p.path or "<object>" for p in err.problems}
+    except NotFound as err:  # the URL names a namespace that cannot exist
+        return {"metadata.namespace" if "namespaces" in str(err) else f"<{err}>"}
+    except KubedraError as err:  # 400: undecodable or strict-decoding errors
+        return {_path_in(str(err))}
+    return set()
+
+
+def _status_verdict(kube: KubeStore, doc: dict[str, Any], path: str, about: Request) -> set[str]:
+    """Status is written through /status: create the claim for real, dry-run the status."""
+    spec_only = {k: v for k, v in doc.items() if k != "status"}
+    created = json.loads(
+        kube.client.request(
+            "POST", path.rsplit("/", 1)[0], about, body=json.dumps(spec_only).encode()
+        )
+    )
+    try:
+        with_status = {**created, "status": doc["status"]}
+        kube.client.request(
+            "PUT",
+            path + "/status",
+            about,
+            body=json.dumps(with_status).encode(),
+            query={"dryRun": "All", "fieldValidation": "Strict"},
+        )
+        return set()
+    except ValidationError as err:
+        return {p.path or "<object>" for p in err.problems}
+    finally:
+        kube.client.request("DELETE", path, about)
+
+
+def _path_in(message: str) -> str:
+    """The field named by a strict-decoding error: `unknown field "spec.x"`."""
+    marker = 'unknown field "'
+    if marker in message:
+        return message.split(marker, 1)[1].split('"', 1)[0]
+    return "<decode>"
+
+
+def cases() -> Iterator[tuple[str, dict[str, Any], str | None]]:
+    """(id, document, the path kubedra's table expects, None for a valid base)."""
+    for name, base in BASES.items():
+        yield f"valid-{name}", base(), None
+    for case_id, base, path, value, where, _message in CASES:
+        yield case_id, manifests.mutate(base(), path, value), where
+
+
+def agrees(kubedra: set[str], server: set[str], expected: str | None) -> bool:
+    if expected is None:
+        return not kubedra and not server
+    return bool(server) and (expected in server or not kubedra.isdisjoint(server))
+
+
+@pytest.fixture(scope="module")
+def verdicts(cluster: Any) -> dict[str, tuple[set[str], set[str], str | None]]:
+    kube = cluster.store()
+    return {
+        cid: (kubedra_verdict(doc), server_verdict(kube, doc), where) for cid, doc, where in cases()
+    }
+
+
+def test_validation_agrees_with_the_api_server(
+    verdicts: dict[str, tuple[set[str], set[str], str | None]],
+) -> None:
+    disagreements = {
+        cid: f"kubedra {sorted(k)} / server {sorted(s)}"
+        for cid, (k, s, where) in verdicts.items()
+        if not agrees(k, s, where)
+    }
+    unexplained = {cid: why for cid, why in disagreements.items() if cid not in KNOWN}
+    gone = sorted(set(KNOWN) - set(disagreements))
+    total = len(verdicts)
+    print(
+        f"\nvalidation parity: {total - len(disagreements)}/{total} agree; "
+        f"{len(disagreements)} known differences"
+    )
+    assert not unexplained, json.dumps(unexplained, indent=1)
+    assert not gone, f"listed in KNOWN but now agree: {gone}"
