@@ -80,28 +80,20 @@ def sets_intersects(a: Sequence[object], b: Sequence[object]) -> bool:
     return any(any(cel_equal(x, y) for y in b) for x in a)
 
 
-def _product_cost(sizes: list[int]) -> int:
-    return max(1, sizes[0] * sizes[1])
-
-
-def _size_cost(sizes: list[int]) -> int:
-    return max(1, sizes[0])
-
-
 def list_extensions() -> Library:
     lib = Library()
     la = list_of(A)
-    lib.add("slice", (la, INT, INT), la, list_slice, member=True, cost=_size_cost)
-    lib.add("flatten", (list_of(la),), la, flatten, member=True, cost=_size_cost)
-    lib.add("flatten", (list_of(DYN), INT), list_of(DYN), flatten, member=True, cost=_size_cost)
-    lib.add("distinct", (la,), la, distinct, member=True, cost=lambda s: max(1, s[0] * s[0]))
-    lib.add("reverse", (la,), la, reverse, member=True, cost=_size_cost)
+    lib.add("slice", (la, INT, INT), la, list_slice, member=True)
+    lib.add("flatten", (list_of(la),), la, flatten, member=True)
+    lib.add("flatten", (list_of(DYN), INT), list_of(DYN), flatten, member=True)
+    lib.add("distinct", (la,), la, distinct, member=True)
+    lib.add("reverse", (la,), la, reverse, member=True)
     for t in (INT, UINT, DOUBLE, STRING, BYTES, BOOL):
-        lib.add("sort", (list_of(t),), list_of(t), sort_list, member=True, cost=_size_cost)
+        lib.add("sort", (list_of(t),), list_of(t), sort_list, member=True)
     lib.add("lists.range", (INT,), list_of(INT), list_range)
     for name, impl in (("sets.contains", sets_contains), ("sets.equivalent", sets_equivalent),
                        ("sets.intersects", sets_intersects)):  # fmt: skip
-        lib.add(name, (la, la), BOOL, impl, cost=_product_cost)
+        lib.add(name, (la, la), BOOL, impl)
     return lib
 
 

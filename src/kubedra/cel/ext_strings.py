@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kubedra.cel.errors import CelEvalError
-from kubedra.cel.registry import CostFn, Impl, Library
-from kubedra.cel.stdlib import TRAVERSAL, ceil_cost, format_double
+from kubedra.cel.registry import Impl, Library
+from kubedra.cel.stdlib import format_double
 from kubedra.cel.types import DYN, INT, STRING, Type, list_of
 from kubedra.cel.values import Optional, UInt, type_name
 
@@ -182,38 +182,29 @@ def format_string(template: str, args: list[object]) -> str:
     return "".join(out)
 
 
-def _text_cost(sizes: list[int]) -> int:
-    return max(1, ceil_cost(TRAVERSAL * sizes[0]))
-
-
-def _split_cost(sizes: list[int]) -> int:
-    # Calibrated on upstream's figure for `attr.split("example").size() >= 2` (19).
-    return ceil_cost(TRAVERSAL * sizes[0]) + 6
-
-
 def string_extensions() -> Library:
     lib = Library()
     s = STRING
 
-    def m(name: str, args: tuple[Type, ...], result: Type, impl: Impl, cost: CostFn = None) -> None:
-        lib.add(name, args, result, impl, member=True, cost=cost)
+    def m(name: str, args: tuple[Type, ...], result: Type, impl: Impl) -> None:
+        lib.add(name, args, result, impl, member=True)
 
     m("charAt", (s, INT), s, char_at)
-    m("indexOf", (s, s), INT, index_of, _text_cost)
-    m("indexOf", (s, s, INT), INT, index_of, _text_cost)
-    m("lastIndexOf", (s, s), INT, last_index_of, _text_cost)
-    m("lastIndexOf", (s, s, INT), INT, last_index_of, _text_cost)
-    m("lowerAscii", (s,), s, lower_ascii, _text_cost)
-    m("upperAscii", (s,), s, upper_ascii, _text_cost)
-    m("replace", (s, s, s), s, replace, _text_cost)
-    m("replace", (s, s, s, INT), s, replace, _text_cost)
-    m("split", (s, s), list_of(s), split, _split_cost)
-    m("split", (s, s, INT), list_of(s), split, _split_cost)
-    m("substring", (s, INT), s, substring, _text_cost)
-    m("substring", (s, INT, INT), s, substring, _text_cost)
-    m("trim", (s,), s, trim, _text_cost)
-    m("join", (list_of(s),), s, join, _text_cost)
-    m("join", (list_of(s), s), s, join, _text_cost)
-    m("format", (s, list_of(DYN)), s, format_string, _text_cost)
-    lib.add("strings.quote", (s,), s, quote, cost=_text_cost)
+    m("indexOf", (s, s), INT, index_of)
+    m("indexOf", (s, s, INT), INT, index_of)
+    m("lastIndexOf", (s, s), INT, last_index_of)
+    m("lastIndexOf", (s, s, INT), INT, last_index_of)
+    m("lowerAscii", (s,), s, lower_ascii)
+    m("upperAscii", (s,), s, upper_ascii)
+    m("replace", (s, s, s), s, replace)
+    m("replace", (s, s, s, INT), s, replace)
+    m("split", (s, s), list_of(s), split)
+    m("split", (s, s, INT), list_of(s), split)
+    m("substring", (s, INT), s, substring)
+    m("substring", (s, INT, INT), s, substring)
+    m("trim", (s,), s, trim)
+    m("join", (list_of(s),), s, join)
+    m("join", (list_of(s), s), s, join)
+    m("format", (s, list_of(DYN)), s, format_string)
+    lib.add("strings.quote", (s,), s, quote)
     return lib

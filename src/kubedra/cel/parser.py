@@ -22,9 +22,12 @@ from kubedra.cel.lexer import RESERVED, Token, tokenize
 from kubedra.cel.patterns import children
 from kubedra.cel.values import INT64_MAX
 
-# cel-go's defaults: parser.MaxRecursionDepth (250) and ExpressionSizeCodePointLimit.
-MAX_RECURSION_DEPTH = 250
+# cel-go's ExpressionSizeCodePointLimit default.
 MAX_CODE_POINTS = 100_000
+# The parser's recursion budget (cel-go: 250 levels). A parenthesis costs one level (two
+# Python frames), an argument list, list or map literal two (up to five frames), so the
+# parser never needs more than about 500 frames.
+MAX_RECURSION_DEPTH = 200
 # Tree height kubedra accepts (cel-go: 250); see docs/compatibility.md. Every pass over the
 # tree uses at most about three frames per level, so this leaves room below Python's limit
 # of 1000 frames for the caller's own stack.
@@ -114,9 +117,9 @@ class _Parser:
             raise Issue(f"Syntax error: mismatched input '{bad.text}' expecting '{text}'", bad.pos)
         return tok
 
-    def _enter(self) -> None:
-        """Count one level of the parser's recursion (the caller decrements `depth`)."""
-        self.depth += 1
+    def _enter(self, levels: int = 1) -> None:
+        """Count levels of the parser's recursion (the caller gives them back)."""
+        self.depth += levels
         if self.depth > MAX_RECURSION_DEPTH:
             raise Issue(f"expression recursion limit exceeded: {MAX_RECURSION_DEPTH}",
                         self.peek().pos)  # fmt: skip
@@ -153,6 +156,11 @@ class _Parser:
         tok = self.peek()
         if tok.kind == "op" and tok.text in ("!", "-"):
             return self._prefixed(tok)
+        if tok.kind == "op" and tok.text == "(":  # here, not in _primary: one frame less
+            self.next()
+            inner = self.expression(0)
+            self.expect(")")
+            return self._suffixes(inner)
         return self._suffixes(self._primary())
 
     def _prefixed(self, tok: Token) -> ast.Node:
@@ -192,7 +200,9 @@ class _Parser:
                     node = ast.Select(name.pos, node, name.text, optional=tok.text == ".?")
             elif tok.kind == "op" and tok.text in ("[", "[?"):
                 self.next()
+                self._enter()
                 index = self.expression(0)
+                self.depth -= 1
                 self.expect("]")
                 node = ast.Index(tok.pos, node, index, optional=tok.text == "[?")
             else:
@@ -216,10 +226,6 @@ class _Parser:
         if tok.kind == "ident":
             return self._identifier(tok)
         if tok.kind == "op":
-            if tok.text == "(":
-                inner = self.expression(0)
-                self.expect(")")
-                return inner
             if tok.text in ("[", "[?"):
                 return self._list(tok)
             if tok.text == "{":
@@ -242,19 +248,19 @@ class _Parser:
         return ast.Ident(tok.pos, tok.text)
 
     def _args(self, closer: str) -> list[ast.Node]:
+        self._enter()
         args: list[ast.Node] = []
-        if self.accept(closer) is not None:
-            return args
-        while True:
+        while self.accept(closer) is None:
             args.append(self.expression(0))
             if self.accept(closer) is not None:
-                return args
+                break
             self.expect(",")
-            if self.accept(closer) is not None:
-                return args
+        self.depth -= 1
+        return args
 
     def _list(self, tok: Token) -> ast.Node:
         """`[a, ?b]`; the lexer reads `[?` as one token, so a leading optional is `[?`."""
+        self._enter()
         elements: list[ast.Node] = []
         optional: set[int] = set()
         first_optional = tok.text == "[?"
@@ -266,9 +272,11 @@ class _Parser:
             if self.accept(",") is None:
                 self.expect("]")
                 break
+        self.depth -= 1
         return ast.ListLit(tok.pos, elements, frozenset(optional))
 
     def _map(self, tok: Token) -> ast.Node:
+        self._enter()
         entries: list[tuple[ast.Node, ast.Node, bool]] = []
         while self.accept("}") is None:
             optional = self.accept("?") is not None
@@ -278,6 +286,7 @@ class _Parser:
             if self.accept(",") is None:
                 self.expect("}")
                 break
+        self.depth -= 1
         return ast.MapLit(tok.pos, entries)
 
     # -- macros --------------------------------------------------------------------------

@@ -42,11 +42,6 @@ from kubedra.cel.values import (
 )  # fmt: skip
 
 NUMERIC = (INT, UINT, DOUBLE)
-TRAVERSAL = 0.1  # cel-go's per-character cost factor for string scans
-
-
-def ceil_cost(x: float) -> int:
-    return math.ceil(x)
 
 
 # -- arithmetic (int64/uint64 overflow and zero-division are errors, doubles follow IEEE) --
@@ -94,18 +89,14 @@ def _uint_op(op: Callable[[int, int], int]) -> Callable[[int, int], UInt]:
     return lambda a, b: check_uint(op(a, b))
 
 
-def _concat_cost(sizes: list[int]) -> int:
-    return ceil_cost(TRAVERSAL * (sizes[0] + sizes[1]))
-
-
 def _add_arithmetic(lib: Library) -> None:
     for name, op in (("_+_", operator.add), ("_-_", operator.sub), ("_*_", operator.mul)):
         lib.add(name, (INT, INT), INT, _int_op(op))
         lib.add(name, (UINT, UINT), UINT, _uint_op(op))
         lib.add(name, (DOUBLE, DOUBLE), DOUBLE, op)
-    lib.add("_+_", (STRING, STRING), STRING, operator.add, cost=_concat_cost)
-    lib.add("_+_", (BYTES, BYTES), BYTES, operator.add, cost=_concat_cost)
-    lib.add("_+_", (list_of(A), list_of(A)), list_of(A), lambda a, b: [*a, *b], cost=_concat_cost)
+    lib.add("_+_", (STRING, STRING), STRING, operator.add)
+    lib.add("_+_", (BYTES, BYTES), BYTES, operator.add)
+    lib.add("_+_", (list_of(A), list_of(A)), list_of(A), lambda a, b: [*a, *b])
     lib.add("_/_", (INT, INT), INT, int_div)
     lib.add("_/_", (UINT, UINT), UINT, uint_div)
     lib.add("_/_", (DOUBLE, DOUBLE), DOUBLE, double_div)
@@ -117,11 +108,6 @@ def _add_arithmetic(lib: Library) -> None:
 
 
 # -- comparisons ---------------------------------------------------------------------------
-def _equality_cost(sizes: list[int]) -> int:
-    """String/bytes equality scans the shorter operand (0.1 per character)."""
-    return ceil_cost(TRAVERSAL * min(sizes))
-
-
 def _add_comparisons(lib: Library) -> None:
     lib.add("_==_", (A, A), BOOL, cel_equal)
     lib.add("_!=_", (A, A), BOOL, lambda a, b: not cel_equal(a, b))
@@ -134,7 +120,7 @@ def _add_comparisons(lib: Library) -> None:
             for right in NUMERIC:
                 lib.add(name, (left, right), BOOL, op)
         for same in (STRING, BYTES, BOOL):
-            lib.add(name, (same, same), BOOL, op, cost=_equality_cost)
+            lib.add(name, (same, same), BOOL, op)
 
 
 # -- membership and size ---------------------------------------------------------------------
@@ -152,7 +138,7 @@ def map_contains(key: object, mapping: Mapping[object, object]) -> bool:
 
 
 def _add_membership(lib: Library) -> None:
-    lib.add("@in", (A, list_of(A)), BOOL, list_contains, cost=lambda s: s[1])
+    lib.add("@in", (A, list_of(A)), BOOL, list_contains)
     lib.add("@in", (A, map_of(A, B)), BOOL, map_contains)
     for member in (False, True):
         lib.add("size", (STRING,), INT, len, member=member)
@@ -175,22 +161,12 @@ def matches(text: str, pattern: str) -> bool:
     return compile_regex(pattern).search(text) is not None
 
 
-def regex_cost(sizes: list[int]) -> int:
-    """cel-go: string traversal cost times a quarter of the pattern length."""
-    return ceil_cost(TRAVERSAL * sizes[0]) * ceil_cost(0.25 * sizes[1])
-
-
-def _scan_cost(sizes: list[int]) -> int:
-    return max(1, ceil_cost(TRAVERSAL * sizes[1]))
-
-
 def _add_strings(lib: Library) -> None:
-    lib.add("contains", (STRING, STRING), BOOL, lambda s, t: t in s, member=True,
-            cost=lambda s: max(1, ceil_cost(TRAVERSAL * s[0] * s[1] / 10)))  # fmt: skip
-    lib.add("startsWith", (STRING, STRING), BOOL, str.startswith, member=True, cost=_scan_cost)
-    lib.add("endsWith", (STRING, STRING), BOOL, str.endswith, member=True, cost=_scan_cost)
-    lib.add("matches", (STRING, STRING), BOOL, matches, member=True, cost=regex_cost)
-    lib.add("matches", (STRING, STRING), BOOL, matches, cost=regex_cost)
+    lib.add("contains", (STRING, STRING), BOOL, lambda s, t: t in s, member=True)
+    lib.add("startsWith", (STRING, STRING), BOOL, str.startswith, member=True)
+    lib.add("endsWith", (STRING, STRING), BOOL, str.endswith, member=True)
+    lib.add("matches", (STRING, STRING), BOOL, matches, member=True)
+    lib.add("matches", (STRING, STRING), BOOL, matches)
 
 
 # -- conversions -----------------------------------------------------------------------------
