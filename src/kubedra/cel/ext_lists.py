@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from kubedra.cel.errors import CelEvalError
 from kubedra.cel.registry import Library
+from kubedra.cel.runtime import guard_list
 from kubedra.cel.types import (
     BOOL,
     BYTES,
@@ -24,7 +25,7 @@ from kubedra.cel.values import Optional, cel_equal, type_name
 
 def list_slice(items: Sequence[object], start: int, end: int) -> list[object]:
     if start < 0 or end < 0:
-        raise CelEvalError(f"cannot slice(${start}, ${end}), negative indexes not supported")
+        raise CelEvalError(f"cannot slice({start}, {end}), negative indexes not supported")
     if start > end:
         raise CelEvalError(f"cannot slice({start}, {end}), start index must be less than or "
                            "equal to end index")  # fmt: skip
@@ -37,12 +38,19 @@ def flatten(items: Sequence[object], depth: int = 1) -> list[object]:
     if depth < 0:
         raise CelEvalError("level must be non-negative")
     out: list[object] = []
+    _flatten_into(out, items, depth)
+    return out
+
+
+def _flatten_into(out: list[object], items: Sequence[object], depth: int) -> None:
+    """Values are at most MAX_TREE_HEIGHT deep, so the recursion is bounded; a list that
+    repeats one list many times could still multiply its size, hence the guard."""
     for item in items:
         if isinstance(item, list | tuple) and depth > 0:
-            out.extend(flatten(item, depth - 1))
+            _flatten_into(out, item, depth - 1)
         else:
             out.append(item)
-    return out
+        guard_list(len(out), "flatten")
 
 
 def distinct(items: Sequence[object]) -> list[object]:
@@ -64,7 +72,14 @@ def sort_list(items: Sequence[object]) -> list[object]:
     return sorted(items)  # type: ignore[type-var]
 
 
+MAX_RANGE_SIZE = 1_000_000  # cel-go ext.Lists defaultMaxRangeSize
+
+
 def list_range(n: int) -> list[int]:
+    if n < 0:
+        raise CelEvalError(f"lists.range: size must be non-negative, got {n}")
+    if n > MAX_RANGE_SIZE:
+        raise CelEvalError(f"lists.range: size {n} exceeds maximum allowed ({MAX_RANGE_SIZE})")
     return list(range(n))
 
 
