@@ -8,6 +8,7 @@ from typing import Final
 from kubedra.api.quantity import Quantity
 from kubedra.api.semver import Semver
 from kubedra.cel.errors import CelEvalError, CostLimitExceeded
+from kubedra.cel.ip_lib import CIDRPrefix, IPAddress
 from kubedra.cel.types import Type
 from kubedra.cel.values import CelType, Optional, UInt, no_such_key, no_such_overload, type_name
 
@@ -37,7 +38,7 @@ _SCALARS: dict[str, tuple[type, ...]] = {
     "int": (int,), "uint": (UInt,), "double": (float,), "string": (str,), "bytes": (bytes,),
     "bool": (bool,), "null_type": (type(None),), "type": (CelType,), "list": LIST_TYPES,
     "map": MAP_TYPES, "optional_type": (Optional,), "kubernetes.Quantity": (Quantity,),
-    "kubernetes.Semver": (Semver,),
+    "kubernetes.Semver": (Semver,), "net.IP": (IPAddress,), "net.CIDR": (CIDRPrefix,),
 }  # fmt: skip
 
 

@@ -85,6 +85,7 @@ def cel_problems(
     """Compile errors of every selector of `obj`, then the portability warnings."""
     r = Report(ref_of(obj))
     admitted: list[frozenset[str] | None] = []
+    compiled = True
     for path, sel in selectors_of(obj):
         if sel.cel is None or not sel.cel.expression:
             continue  # reported by API validation
@@ -94,11 +95,13 @@ def cel_problems(
             compile_selector(expression, strict=strict)
         except CelCompileError as err:
             _compile_error(r, expr_path, expression, str(err))
+            compiled = False
             continue
         if not strict:
             _bare_lookup_warnings(r, expr_path, expression, known or {})
         admitted.append(constrained_drivers(expression))
-    if isinstance(obj, DeviceClass) and all(a is None for a in admitted):
+    # Which drivers a broken selector admits is unknown: only warn when all compiled.
+    if isinstance(obj, DeviceClass) and compiled and all(a is None for a in admitted):
         _any_driver_warning(r, obj)
     return r.problems
 

@@ -101,7 +101,14 @@ def type_name(value: object) -> str:
 
 def _opaque_name(value: object) -> str:
     name = type(value).__name__
-    return {"Quantity": "kubernetes.Quantity", "Semver": "kubernetes.Semver"}.get(name, name)
+    opaque = {
+        "Quantity": "kubernetes.Quantity",
+        "Semver": "kubernetes.Semver",
+        "IPAddress": "net.IP",
+        "CIDRPrefix": "net.CIDR",
+        "URLValue": "kubernetes.URL",
+    }
+    return opaque.get(name, name)
 
 
 _TWO_63: Final = 9223372036854775808.0  # float64(math.MaxInt64) in Go
