@@ -32,6 +32,8 @@ from kubedra.cel.values import UInt
 Scope = dict[str, Type]
 _REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
 _MAP_KEYS = frozenset({"int", "uint", "string", "bool", "dyn"})
+# cel.OptionalTypes' macros: `opt.optMap(x, expr)` / `opt.optFlatMap(x, expr)`.
+_OPTIONAL_MACROS = frozenset({"optMap", "optFlatMap"})
 
 
 def check(node: ast.Node, env: Env) -> Type:
@@ -73,8 +75,9 @@ class _Checker:
 
     def _select(self, node: ast.Select, scope: Scope) -> Type:
         operand = self.visit(node.operand, scope)
-        if operand.name == "optional_type" and not node.test_only:
-            return optional_of(self._field(node, operand.params[0]))
+        if operand.name == "optional_type":  # `a.?b.c`, and `has(a.?b.c)` (optional chain)
+            field = self._field(node, operand.params[0])
+            return BOOL if node.test_only else optional_of(field)
         result = self._field(node, operand)
         if node.test_only:
             return BOOL
@@ -220,6 +223,11 @@ class _Checker:
         return self._comprehension_result(node, rng, results)
 
     def _loop_vars(self, node: ast.Comprehension, rng: Type) -> Scope:
+        if node.kind in _OPTIONAL_MACROS:
+            if rng.name != "optional_type" and not is_dyn(rng):
+                raise Issue(f"found no matching overload for '{node.kind}' applied to "
+                            f"'{rng}.(...)'", node.pos)  # fmt: skip
+            return {node.var: rng.params[0] if rng.params else DYN}
         if rng.name == "list":
             first, second = (INT, rng.params[0]) if node.var2 else (rng.params[0], DYN)
         elif rng.name == "map":
@@ -236,6 +244,13 @@ class _Checker:
 
     def _comprehension_result(self, node: ast.Comprehension, rng: Type, res: list[Type]) -> Type:
         kind = node.kind
+        if kind == "optMap":
+            return optional_of(res[-1])
+        if kind == "optFlatMap":
+            if res[-1].name != "optional_type" and not is_dyn(res[-1]):
+                raise Issue(f"expected type 'optional_type' but found '{res[-1]}'",
+                            node.args[-1].pos)  # fmt: skip
+            return res[-1]
         predicates = res if kind in ("all", "exists", "exists_one", "existsOne", "filter") else []
         if kind in ("map_filter", "transformList", "transformMap") and len(res) == 2:
             predicates = res[:1]

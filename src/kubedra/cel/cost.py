@@ -194,12 +194,23 @@ class _Estimator:
         cost = MAP_CREATE + sum(c for c, _ in keys) + sum(c for c, _ in values)
         return cost, Shape(len(keys), key, elem)
 
+    def _optional_map(
+        self, node: ast.Comprehension, scope: dict[str, Shape], rng: int, shape: Shape
+    ) -> tuple[int, Shape]:
+        """Costed as cel-go's expansion: `o.hasValue() ? [optional.of](cel.bind(x,
+        o.value(), expr)) : optional.none()` (the target is evaluated twice)."""
+        body, body_shape = self.visit(node.args[0], {**scope, node.var: shape})
+        wrap = 1 if node.kind == "optMap" else 0
+        return 2 * rng + body + LIST_CREATE + 2 + wrap, body_shape
+
     def _comprehension(self, node: ast.Comprehension, scope: dict[str, Shape]) -> tuple[int, Shape]:
         if node.kind == "bind":
             init, init_shape = self.visit(node.args[0], scope)
             body, body_shape = self.visit(node.args[1], {**scope, node.var: init_shape})
             return LIST_CREATE + init + body, body_shape
         rng, shape = self.visit(node.range, scope)
+        if node.kind in ("optMap", "optFlatMap"):
+            return self._optional_map(node, scope, rng, shape)
         is_map = node.range.typ is not None and node.range.typ.name == "map"
         if device_map(node.range) is not None and self.device:
             is_map = True

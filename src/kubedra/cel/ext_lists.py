@@ -137,4 +137,21 @@ def optional_library() -> Library:
     lib.add("value", (oa,), A, optional_value, member=True)
     lib.add("orValue", (oa, A), A, lambda o, v: o.value if o.present else v, member=True)
     lib.add("or", (oa, oa), oa, lambda o, p: o if o.present else p, member=True)
+    lib.add("optional.unwrap", (list_of(oa),), list_of(A), unwrap)
+    lib.add("unwrapOpt", (list_of(oa),), list_of(A), unwrap, member=True)
+    lib.add("first", (list_of(A),), oa, lambda xs: Optional(xs[0]) if xs else Optional.NONE,
+            member=True)  # fmt: skip
+    lib.add("last", (list_of(A),), oa, lambda xs: Optional(xs[-1]) if xs else Optional.NONE,
+            member=True)  # fmt: skip
     return lib
+
+
+def unwrap(items: Sequence[object]) -> list[object]:
+    """The values of the present optionals of a list, in order."""
+    out: list[object] = []
+    for item in items:
+        if type(item) is not Optional:
+            raise CelEvalError(f"value of type {type_name(item)} is not an optional")
+        if item.present:
+            out.append(item.value)
+    return out

@@ -115,6 +115,8 @@ def index_optional(container: object, key: object) -> Optional:
 
 
 def has_field(operand: object, name: str) -> bool:
+    if type(operand) is Optional:  # has(a.?b.c): false when the chain is already empty
+        return operand.present and has_field(operand.value, name)
     if isinstance(operand, Mapping):
         return name in operand
     raise CelEvalError(f"invalid type for field selection: {type_name(operand)}")

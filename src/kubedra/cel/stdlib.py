@@ -340,7 +340,7 @@ def type_of(value: object) -> CelType:
 
 
 TYPE_NAMES = ("int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type",
-              "type")  # fmt: skip
+              "type", "optional_type")  # fmt: skip
 
 
 def _add_conversions(lib: Library) -> None:
