@@ -153,7 +153,9 @@ class _Checker:
             node.target = None
 
     def _validate_regex(self, node: ast.Call) -> None:
-        """Literal patterns are checked at compile time (ValidateRegexLiterals, k8s 1.29)."""
+        """Literal patterns fail at compile time: `matches` by cel-go's
+        ValidateRegexLiterals (k8s 1.29: "invalid matches argument"), `find`/`findAll`
+        when cel-go precompiles a constant pattern while building the program."""
         if node.function not in _REGEX_FUNCTIONS:
             return
         pattern = node.args[0] if node.target is not None else node.args[-1]
@@ -161,7 +163,9 @@ class _Checker:
             try:
                 compile_regex(pattern.value)
             except CelEvalError as exc:
-                raise Issue(f"invalid regular expression: {exc}", pattern.pos) from None
+                what = ("invalid matches argument" if node.function == "matches"
+                        else "program instantiation failed")  # fmt: skip
+                raise Issue(f"{what}: {exc}", pattern.pos) from None
 
     def _logic(self, node: ast.Logic, scope: Scope) -> Type:
         left, right = self.visit(node.left, scope), self.visit(node.right, scope)
