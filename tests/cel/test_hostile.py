@@ -198,7 +198,10 @@ def test_deep_caller_stack_gives_clear_error() -> None:
             lambda: concat("x" * 6_000_000, "y" * 6_000_000),
             r"_\+_ would build a string of 12,000,000",
         ),
-        (lambda: concat_lists([0] * 600_000, [1] * 600_000), r"_\+_ would build a list of 1,200,000"),
+        (
+            lambda: concat_lists([0] * 600_000, [1] * 600_000),
+            r"_\+_ would build a list of 1,200,000",
+        ),
         (lambda: flatten([list(range(1000))] * 1001), "flatten would build a list of 1,000,001"),
         (
             lambda: replace("ab" * 10, "", "z" * 600_000),

@@ -217,6 +217,15 @@ def list_call(function: str, s: Sizes, lit: Literals, elem: int | None) -> Stati
     return _list_traversal(s, elem)
 
 
+def containment(function: str, text: int | None) -> int:
+    """k8s library: comparing two 4- or 16-byte addresses (containsCIDR also masks), plus
+    parsing the argument when it is a string of `text` characters."""
+    cost = scan(16 + 16)
+    if function == "containsCIDR":
+        cost += scan(16) + 1
+    return cost + (scan(text) if text is not None else 0)
+
+
 # -- run-time rules (charged before the call, from the actual arguments) ------------------
 def _rt_join(v: list[object]) -> int:
     items = v[0]
@@ -309,6 +318,10 @@ RUNTIME: dict[str, RuntimeRule] = {
     "cidr": _rt_scan(0),
     "isCIDR": _rt_scan(0),
     "ip.isCanonical": lambda v: ceil(actual_size(v[0]) * 2 * TRAVERSAL),
+    "containsIP": lambda v: scan(2) + (scan(len(v[1])) if isinstance(v[1], str) else 0),
+    "containsCIDR": lambda v: (
+        scan(2) + scan(1) + 1 + (scan(len(v[1])) if isinstance(v[1], str) else 0)
+    ),
     "url": _rt_scan(0),
     "isURL": _rt_scan(0),
     "slice": _rt_slice,

@@ -56,6 +56,7 @@ def literal_type(value: object) -> Type:
 class _Checker:
     def __init__(self, env: Env) -> None:
         self.env = env
+        self.exempt = 0  # inside a `format` call: literals may mix types (cel-go exempts it)
 
     def visit(self, node: ast.Node, scope: Scope) -> Type:
         method = getattr(self, f"_{type(node).__name__.lower()}")
@@ -120,7 +121,9 @@ class _Checker:
         self._resolve_namespace(node, scope)
         member = node.target is not None
         args = ([node.target] if node.target is not None else []) + node.args
+        self.exempt += node.function == "format"
         types = [self.visit(a, scope) for a in args]
+        self.exempt -= node.function == "format"
         candidates = self.env.library.lookup(node.function, member)
         if not candidates and not self.env.library.has_name(node.function):
             raise Issue(f"undeclared reference to '{node.function}'", node.pos)
@@ -207,12 +210,13 @@ class _Checker:
             value_t = self._homogeneous(value_t, vt, value)
         return map_of(key_t or DYN, value_t or DYN)
 
-    @staticmethod
-    def _homogeneous(seen: Type | None, t: Type, node: ast.Node) -> Type:
+    def _homogeneous(self, seen: Type | None, t: Type, node: ast.Node) -> Type:
         """Aggregate literals must be homogeneous (HomogeneousAggregateLiterals)."""
         if seen is None:
             return t
         common = join(seen, t)
+        if common is None and self.exempt:
+            return DYN
         if common is None:
             raise Issue(f"expected type '{seen}' but found '{t}'", node.pos)
         return common

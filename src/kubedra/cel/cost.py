@@ -18,6 +18,7 @@ from kubedra.cel.callcost import (
     STATIC,
     UNBOUNDED,
     Static,
+    containment,
     list_call,
     scan,
 )  # fmt: skip
@@ -157,6 +158,8 @@ class _Estimator:
             return Static(1)  # a map lookup; lists (and dyn, as upstream) cost their size
         if (function, args[0].typ if args else None) in _CONVERSIONS:
             return Static(scan(sizes[0]), sizes[0] * (4 if function == "bytes" else 1))
+        if function in ("containsIP", "containsCIDR"):
+            return Static(containment(function, sizes[1] if args[1].typ == STRING else None))
         rule = STATIC.get(function)
         return rule(sizes, literals) if rule is not None else Static(1)
 
