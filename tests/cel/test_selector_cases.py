@@ -192,7 +192,12 @@ CASES: list[tuple[str, str, str, bool | Err]] = [
     ),
     ("int-uint-eq", "1 == 1u", "gpu", Err(C, "found no matching overload for '_==_'")),
     ("heterogeneous-list", '[1, "a"].size() == 2', "gpu", Err(C, "expected type 'int'")),
-    ("bad-regex-literal", 'device.driver.matches("[")', "gpu", Err(C, "invalid regular")),
+    (
+        "bad-regex-literal",
+        'device.driver.matches("[")',
+        "gpu",
+        Err(C, "invalid matches argument: error parsing regexp: missing closing ]: `[`"),
+    ),
     ("reserved-word", "if == 1", "gpu", Err(C, "Syntax error")),
     ("reverse-not-in-v2", '"abc".reverse() == "cba"', "gpu", Err(C, "found no matching")),
     ("too-long", "true && " * 1300 + "true", "gpu", Err(C, "expression too long")),

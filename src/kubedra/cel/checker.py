@@ -32,6 +32,8 @@ from kubedra.cel.values import UInt
 Scope = dict[str, Type]
 _REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
 _MAP_KEYS = frozenset({"int", "uint", "string", "bool", "dyn"})
+# cel.OptionalTypes' macros: `opt.optMap(x, expr)` / `opt.optFlatMap(x, expr)`.
+_OPTIONAL_MACROS = frozenset({"optMap", "optFlatMap"})
 
 
 def check(node: ast.Node, env: Env) -> Type:
@@ -54,6 +56,7 @@ def literal_type(value: object) -> Type:
 class _Checker:
     def __init__(self, env: Env) -> None:
         self.env = env
+        self.exempt = 0  # inside a `format` call: literals may mix types (cel-go exempts it)
 
     def visit(self, node: ast.Node, scope: Scope) -> Type:
         method = getattr(self, f"_{type(node).__name__.lower()}")
@@ -73,8 +76,9 @@ class _Checker:
 
     def _select(self, node: ast.Select, scope: Scope) -> Type:
         operand = self.visit(node.operand, scope)
-        if operand.name == "optional_type" and not node.test_only:
-            return optional_of(self._field(node, operand.params[0]))
+        if operand.name == "optional_type":  # `a.?b.c`, and `has(a.?b.c)` (optional chain)
+            field = self._field(node, operand.params[0])
+            return BOOL if node.test_only else optional_of(field)
         result = self._field(node, operand)
         if node.test_only:
             return BOOL
@@ -117,7 +121,9 @@ class _Checker:
         self._resolve_namespace(node, scope)
         member = node.target is not None
         args = ([node.target] if node.target is not None else []) + node.args
+        self.exempt += node.function == "format"
         types = [self.visit(a, scope) for a in args]
+        self.exempt -= node.function == "format"
         candidates = self.env.library.lookup(node.function, member)
         if not candidates and not self.env.library.has_name(node.function):
             raise Issue(f"undeclared reference to '{node.function}'", node.pos)
@@ -150,7 +156,9 @@ class _Checker:
             node.target = None
 
     def _validate_regex(self, node: ast.Call) -> None:
-        """Literal patterns are checked at compile time (ValidateRegexLiterals, k8s 1.29)."""
+        """Literal patterns fail at compile time: `matches` by cel-go's
+        ValidateRegexLiterals (k8s 1.29: "invalid matches argument"), `find`/`findAll`
+        when cel-go precompiles a constant pattern while building the program."""
         if node.function not in _REGEX_FUNCTIONS:
             return
         pattern = node.args[0] if node.target is not None else node.args[-1]
@@ -158,7 +166,9 @@ class _Checker:
             try:
                 compile_regex(pattern.value)
             except CelEvalError as exc:
-                raise Issue(f"invalid regular expression: {exc}", pattern.pos) from None
+                what = ("invalid matches argument" if node.function == "matches"
+                        else "program instantiation failed")  # fmt: skip
+                raise Issue(f"{what}: {exc}", pattern.pos) from None
 
     def _logic(self, node: ast.Logic, scope: Scope) -> Type:
         left, right = self.visit(node.left, scope), self.visit(node.right, scope)
@@ -200,12 +210,13 @@ class _Checker:
             value_t = self._homogeneous(value_t, vt, value)
         return map_of(key_t or DYN, value_t or DYN)
 
-    @staticmethod
-    def _homogeneous(seen: Type | None, t: Type, node: ast.Node) -> Type:
+    def _homogeneous(self, seen: Type | None, t: Type, node: ast.Node) -> Type:
         """Aggregate literals must be homogeneous (HomogeneousAggregateLiterals)."""
         if seen is None:
             return t
         common = join(seen, t)
+        if common is None and self.exempt:
+            return DYN
         if common is None:
             raise Issue(f"expected type '{seen}' but found '{t}'", node.pos)
         return common
@@ -220,6 +231,11 @@ class _Checker:
         return self._comprehension_result(node, rng, results)
 
     def _loop_vars(self, node: ast.Comprehension, rng: Type) -> Scope:
+        if node.kind in _OPTIONAL_MACROS:
+            if rng.name != "optional_type" and not is_dyn(rng):
+                raise Issue(f"found no matching overload for '{node.kind}' applied to "
+                            f"'{rng}.(...)'", node.pos)  # fmt: skip
+            return {node.var: rng.params[0] if rng.params else DYN}
         if rng.name == "list":
             first, second = (INT, rng.params[0]) if node.var2 else (rng.params[0], DYN)
         elif rng.name == "map":
@@ -236,6 +252,13 @@ class _Checker:
 
     def _comprehension_result(self, node: ast.Comprehension, rng: Type, res: list[Type]) -> Type:
         kind = node.kind
+        if kind == "optMap":
+            return optional_of(res[-1])
+        if kind == "optFlatMap":
+            if res[-1].name != "optional_type" and not is_dyn(res[-1]):
+                raise Issue(f"expected type 'optional_type' but found '{res[-1]}'",
+                            node.args[-1].pos)  # fmt: skip
+            return res[-1]
         predicates = res if kind in ("all", "exists", "exists_one", "existsOne", "filter") else []
         if kind in ("map_filter", "transformList", "transformMap") and len(res) == 2:
             predicates = res[:1]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from kubedra.cel import ast
 from kubedra.cel import runtime as rt
+from kubedra.cel.callcost import RUNTIME, RuntimeRule
 from kubedra.cel.errors import BareKeyMissing, CelEvalError, CostLimitExceeded
 from kubedra.cel.patterns import bare_lookup, device_map
 from kubedra.cel.registry import Impl, Overload
@@ -130,7 +131,11 @@ class Compiler:
         args = [self.compile(a) for a in args_nodes]
         if node.function in ("_==_", "_!=_"):
             return _equality(node.function, args, args_nodes)
-        return _dispatch(node, args, [a.typ for a in args_nodes])
+        static = [a.typ for a in args_nodes]
+        rule = RUNTIME.get(node.function)
+        if self.iteration_costs is not None and rule is not None:
+            return _charged(node, args, static, rule)
+        return _dispatch(node, args, static)
 
     # -- logic -----------------------------------------------------------------------------
     def _logic(self, node: ast.Logic) -> Fn:
@@ -349,6 +354,24 @@ def _by_type(
         return impl(*values)
 
     return many
+
+
+def _charged(node: ast.Call, args: list[Fn], static: list[Type | None], rule: RuntimeRule) -> Fn:
+    """A size-dependent call under cost tracking: charged from its actual arguments before
+    it runs (cel-go charges after the call; before, a call the budget cannot pay for never
+    allocates its result)."""
+    pairs = [(o, _checks(o, static)) for o in node.overloads]
+    function = node.function
+
+    def charged(f: Frame) -> object:
+        values = [x(f) for x in args]
+        rt.charge(f, rule(values))
+        for overload, check in pairs:
+            if all(t is None or type(v) in t for v, t in zip(values, check, strict=True)):
+                return overload.impl(*values)
+        raise no_such_overload(function, *values)
+
+    return charged
 
 
 def _generic(

@@ -10,13 +10,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kubedra.cel import ast
+from kubedra.cel.callcost import (
+    LIST_CREATE,
+    LIST_TRAVERSALS,
+    MAP_CREATE,
+    RUNTIME,
+    STATIC,
+    UNBOUNDED,
+    Static,
+    containment,
+    list_call,
+    scan,
+)  # fmt: skip
 from kubedra.cel.patterns import device_map
-from kubedra.cel.stdlib import TRAVERSAL, ceil_cost
 from kubedra.cel.types import BYTES, STRING, Type
 
-UNBOUNDED = 1 << 32
-LIST_CREATE = 10  # cel-go's base cost of building a list
-MAP_CREATE = 30  # ... and of building a map
+_TEXTUAL = (STRING, BYTES)
+_ORDERING = frozenset({"_<_", "_<=_", "_>_", "_>=_"})
+# string -> bytes (up to 4 bytes a character) and bytes -> string traverse their argument.
+_CONVERSIONS = frozenset({("bytes", STRING), ("string", BYTES)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +69,10 @@ _LOOP = {  # kind: (init, per-iteration overhead, result)
 
 @dataclass(slots=True)
 class Estimate:
+    """The worst-case cost, and what run-time cost tracking charges where it is enabled:
+    each comprehension iteration its static cost, less what its nested comprehensions and
+    size-dependent calls charge for themselves (those charge their actual cost)."""
+
     total: int
     iteration: dict[int, int] = field(default_factory=dict)  # id(comprehension) -> cost
 
@@ -65,14 +81,15 @@ def estimate(node: ast.Node, device: bool) -> Estimate:
     """Worst-case cost of `node`; `device` selects the DRA size hints for `device`."""
     est = _Estimator(device)
     cost, _ = est.visit(node, {})
-    return Estimate(cost, est.iteration)
+    return Estimate(min(cost, UNBOUNDED), est.iteration)
 
 
 class _Estimator:
     def __init__(self, device: bool) -> None:
         self.device = device
         self.iteration: dict[int, int] = {}
-        self.nested: list[int] = []  # per open comprehension: cost of macros nested in it
+        # Per open comprehension: cost charged by what is nested in it at run time.
+        self.nested: list[int] = []
 
     def visit(self, node: ast.Node, scope: dict[str, Shape]) -> tuple[int, Shape]:
         method = getattr(self, f"_{type(node).__name__.lower()}")
@@ -105,30 +122,55 @@ class _Estimator:
 
     def _call(self, node: ast.Call, scope: dict[str, Shape]) -> tuple[int, Shape]:
         args = ([node.target] if node.target is not None else []) + node.args
-        parts = [self.visit(a, scope) for a in args]
-        sizes = [s.size for _, s in parts]
-        own = self._call_cost(node, args, sizes)
-        return sum(c for c, _ in parts) + own, self._result_shape(node, [s for _, s in parts])
+        total, shapes = 0, []
+        for arg in args:
+            cost, shape = self.visit(arg, scope)
+            total += cost
+            shapes.append(shape)
+        own = self._own_cost(node, args, shapes, self.device)
+        if self.nested and node.function in RUNTIME:
+            self.nested[-1] += own.cost  # charged by the call itself at run time
+        return total + own.cost, self._result_shape(node, shapes, own)
 
     @staticmethod
-    def _call_cost(node: ast.Call, args: list[ast.Node], sizes: list[int]) -> int:
-        if node.function in ("_==_", "_!=_"):
-            textual = any(a.typ in (STRING, BYTES) for a in args)
-            return ceil_cost(TRAVERSAL * min(sizes)) if textual else 1
-        costs = [o.cost(sizes) if o.cost else 1 for o in node.overloads]
-        return max(costs, default=1)
+    def _own_cost(
+        node: ast.Call, args: list[ast.Node], shapes: list[Shape], device: bool
+    ) -> Static:
+        """The call's own cost (arguments excluded) and a bound on its result's size."""
+        function, sizes = node.function, [s.size for s in shapes]
+        textual = any(a.typ in _TEXTUAL for a in args)
+        if function in ("_==_", "_!=_") or (function in _ORDERING and textual):
+            return Static(scan(min(sizes)) if textual else 1)
+        if function == "_+_":
+            if node.typ in _TEXTUAL:
+                return Static(scan(sizes[0] + sizes[1]), sizes[0] + sizes[1])
+            return Static(1, sizes[0] + sizes[1] if len(sizes) == 2 else None)
+        literals = [a.value if isinstance(a, ast.Literal) else None for a in args]
+        target = node.target.typ if node.target is not None else None
+        if function in LIST_TRAVERSALS and (function == "includes" or _is_list(target)):
+            elem = None
+            if _string_elements(target):
+                # Upstream knows element sizes only from the device's size hints.
+                hinted = device and _under_device(args[0])
+                elem = shapes[0].part("elem").size if hinted else UNBOUNDED
+            return list_call(function, sizes, literals, elem)
+        if function == "@in" and args[1].typ is not None and args[1].typ.name == "map":
+            return Static(1)  # a map lookup; lists (and dyn, as upstream) cost their size
+        if (function, args[0].typ if args else None) in _CONVERSIONS:
+            return Static(scan(sizes[0]), sizes[0] * (4 if function == "bytes" else 1))
+        if function in ("containsIP", "containsCIDR"):
+            return Static(containment(function, sizes[1] if args[1].typ == STRING else None))
+        rule = STATIC.get(function)
+        return rule(sizes, literals) if rule is not None else Static(1)
 
     @staticmethod
-    def _result_shape(node: ast.Call, shapes: list[Shape]) -> Shape:
+    def _result_shape(node: ast.Call, shapes: list[Shape], own: Static) -> Shape:
         result: Type | None = node.typ
         if result is None or result.name not in ("string", "bytes", "list", "map"):
             return SCALAR
-        if node.function == "_+_":
-            return Shape(sum(s.size for s in shapes), elem=shapes[0].elem)
-        if node.function == "lists.range":
-            return UNKNOWN
-        if node.function in ("split", "findAll"):
-            return Shape(shapes[0].size, elem=shapes[0])
+        if own.size is not None:
+            elem = Shape(own.elem) if own.elem is not None else _first_elem(shapes)
+            return Shape(own.size, elem=elem)
         biggest = max(shapes, key=lambda s: s.size, default=UNKNOWN)
         return biggest if result.name in ("list", "map") else Shape(biggest.size)
 
@@ -155,12 +197,23 @@ class _Estimator:
         cost = MAP_CREATE + sum(c for c, _ in keys) + sum(c for c, _ in values)
         return cost, Shape(len(keys), key, elem)
 
+    def _optional_map(
+        self, node: ast.Comprehension, scope: dict[str, Shape], rng: int, shape: Shape
+    ) -> tuple[int, Shape]:
+        """Costed as cel-go's expansion: `o.hasValue() ? [optional.of](cel.bind(x,
+        o.value(), expr)) : optional.none()` (the target is evaluated twice)."""
+        body, body_shape = self.visit(node.args[0], {**scope, node.var: shape})
+        wrap = 1 if node.kind == "optMap" else 0
+        return 2 * rng + body + LIST_CREATE + 2 + wrap, body_shape
+
     def _comprehension(self, node: ast.Comprehension, scope: dict[str, Shape]) -> tuple[int, Shape]:
         if node.kind == "bind":
             init, init_shape = self.visit(node.args[0], scope)
             body, body_shape = self.visit(node.args[1], {**scope, node.var: init_shape})
             return LIST_CREATE + init + body, body_shape
         rng, shape = self.visit(node.range, scope)
+        if node.kind in ("optMap", "optFlatMap"):
+            return self._optional_map(node, scope, rng, shape)
         is_map = node.range.typ is not None and node.range.typ.name == "map"
         if device_map(node.range) is not None and self.device:
             is_map = True
@@ -181,3 +234,22 @@ class _Estimator:
             self.nested[-1] += total
         out_elem = parts[-1][1] if node.kind in ("map", "map_filter", "transformList") else first
         return total, Shape(shape.size, elem=out_elem)
+
+
+def _is_list(t: Type | None) -> bool:
+    return t is not None and t.name == "list"
+
+
+def _string_elements(t: Type | None) -> bool:
+    return _is_list(t) and t is not None and t.params[0] in _TEXTUAL
+
+
+def _first_elem(shapes: list[Shape]) -> Shape | None:
+    return shapes[0].elem if shapes else None
+
+
+def _under_device(node: ast.Node) -> bool:
+    """A value read from the `device` variable (whose sizes the DRA hints bound)."""
+    while isinstance(node, ast.Select | ast.Index):
+        node = node.operand
+    return isinstance(node, ast.Ident) and node.name == "device"

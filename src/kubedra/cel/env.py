@@ -7,13 +7,14 @@ from functools import cache
 
 from kubedra.cel.ext_lists import list_extensions, optional_library
 from kubedra.cel.ext_strings import string_extensions
+from kubedra.cel.ip_lib import cidr_library, ip_library
 from kubedra.cel.k8s_lib import includes_library, kubernetes_library
 from kubedra.cel.registry import Library
 from kubedra.cel.stdlib import standard_library
 from kubedra.cel.types import BOOL, DEVICE, DYN, QUANTITY, STRING, Type, map_of
 
 # Namespaces of global functions written like member calls (`strings.quote(x)`).
-NAMESPACES = frozenset({"strings", "optional", "sets", "lists"})
+NAMESPACES = frozenset({"strings", "optional", "sets", "lists", "ip"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,8 @@ def _base_library(list_attributes: bool) -> Library:
         .merged(kubernetes_library())
         .merged(list_extensions())
         .merged(optional_library())
+        .merged(ip_library())  # IP and CIDR: in the base environment since 1.30
+        .merged(cidr_library())
     )
     return lib.merged(includes_library()) if list_attributes else lib
 

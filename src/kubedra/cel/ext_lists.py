@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from kubedra.cel.errors import CelEvalError
 from kubedra.cel.registry import Library
+from kubedra.cel.runtime import guard_list
 from kubedra.cel.types import (
     BOOL,
     BYTES,
@@ -24,7 +25,7 @@ from kubedra.cel.values import Optional, cel_equal, type_name
 
 def list_slice(items: Sequence[object], start: int, end: int) -> list[object]:
     if start < 0 or end < 0:
-        raise CelEvalError(f"cannot slice(${start}, ${end}), negative indexes not supported")
+        raise CelEvalError(f"cannot slice({start}, {end}), negative indexes not supported")
     if start > end:
         raise CelEvalError(f"cannot slice({start}, {end}), start index must be less than or "
                            "equal to end index")  # fmt: skip
@@ -37,12 +38,19 @@ def flatten(items: Sequence[object], depth: int = 1) -> list[object]:
     if depth < 0:
         raise CelEvalError("level must be non-negative")
     out: list[object] = []
+    _flatten_into(out, items, depth)
+    return out
+
+
+def _flatten_into(out: list[object], items: Sequence[object], depth: int) -> None:
+    """Values are at most MAX_TREE_HEIGHT deep, so the recursion is bounded; a list that
+    repeats one list many times could still multiply its size, hence the guard."""
     for item in items:
         if isinstance(item, list | tuple) and depth > 0:
-            out.extend(flatten(item, depth - 1))
+            _flatten_into(out, item, depth - 1)
         else:
             out.append(item)
-    return out
+        guard_list(len(out), "flatten")
 
 
 def distinct(items: Sequence[object]) -> list[object]:
@@ -64,7 +72,14 @@ def sort_list(items: Sequence[object]) -> list[object]:
     return sorted(items)  # type: ignore[type-var]
 
 
+MAX_RANGE_SIZE = 1_000_000  # cel-go ext.Lists defaultMaxRangeSize
+
+
 def list_range(n: int) -> list[int]:
+    if n < 0:
+        raise CelEvalError(f"lists.range: size must be non-negative, got {n}")
+    if n > MAX_RANGE_SIZE:
+        raise CelEvalError(f"lists.range: size {n} exceeds maximum allowed ({MAX_RANGE_SIZE})")
     return list(range(n))
 
 
@@ -80,28 +95,20 @@ def sets_intersects(a: Sequence[object], b: Sequence[object]) -> bool:
     return any(any(cel_equal(x, y) for y in b) for x in a)
 
 
-def _product_cost(sizes: list[int]) -> int:
-    return max(1, sizes[0] * sizes[1])
-
-
-def _size_cost(sizes: list[int]) -> int:
-    return max(1, sizes[0])
-
-
 def list_extensions() -> Library:
     lib = Library()
     la = list_of(A)
-    lib.add("slice", (la, INT, INT), la, list_slice, member=True, cost=_size_cost)
-    lib.add("flatten", (list_of(la),), la, flatten, member=True, cost=_size_cost)
-    lib.add("flatten", (list_of(DYN), INT), list_of(DYN), flatten, member=True, cost=_size_cost)
-    lib.add("distinct", (la,), la, distinct, member=True, cost=lambda s: max(1, s[0] * s[0]))
-    lib.add("reverse", (la,), la, reverse, member=True, cost=_size_cost)
+    lib.add("slice", (la, INT, INT), la, list_slice, member=True)
+    lib.add("flatten", (list_of(la),), la, flatten, member=True)
+    lib.add("flatten", (list_of(DYN), INT), list_of(DYN), flatten, member=True)
+    lib.add("distinct", (la,), la, distinct, member=True)
+    lib.add("reverse", (la,), la, reverse, member=True)
     for t in (INT, UINT, DOUBLE, STRING, BYTES, BOOL):
-        lib.add("sort", (list_of(t),), list_of(t), sort_list, member=True, cost=_size_cost)
+        lib.add("sort", (list_of(t),), list_of(t), sort_list, member=True)
     lib.add("lists.range", (INT,), list_of(INT), list_range)
     for name, impl in (("sets.contains", sets_contains), ("sets.equivalent", sets_equivalent),
                        ("sets.intersects", sets_intersects)):  # fmt: skip
-        lib.add(name, (la, la), BOOL, impl, cost=_product_cost)
+        lib.add(name, (la, la), BOOL, impl)
     return lib
 
 
@@ -130,4 +137,21 @@ def optional_library() -> Library:
     lib.add("value", (oa,), A, optional_value, member=True)
     lib.add("orValue", (oa, A), A, lambda o, v: o.value if o.present else v, member=True)
     lib.add("or", (oa, oa), oa, lambda o, p: o if o.present else p, member=True)
+    lib.add("optional.unwrap", (list_of(oa),), list_of(A), unwrap)
+    lib.add("unwrapOpt", (list_of(oa),), list_of(A), unwrap, member=True)
+    lib.add("first", (list_of(A),), oa, lambda xs: Optional(xs[0]) if xs else Optional.NONE,
+            member=True)  # fmt: skip
+    lib.add("last", (list_of(A),), oa, lambda xs: Optional(xs[-1]) if xs else Optional.NONE,
+            member=True)  # fmt: skip
     return lib
+
+
+def unwrap(items: Sequence[object]) -> list[object]:
+    """The values of the present optionals of a list, in order."""
+    out: list[object] = []
+    for item in items:
+        if type(item) is not Optional:
+            raise CelEvalError(f"value of type {type_name(item)} is not an optional")
+        if item.present:
+            out.append(item.value)
+    return out

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from kubedra.cel.errors import CelEvalError
-from kubedra.cel.registry import CostFn, Impl, Library
-from kubedra.cel.stdlib import TRAVERSAL, ceil_cost, format_double
+from kubedra.cel.ext_format import format_string
+from kubedra.cel.registry import Impl, Library
+from kubedra.cel.runtime import guard_string
 from kubedra.cel.types import DYN, INT, STRING, Type, list_of
-from kubedra.cel.values import Optional, UInt, type_name
+from kubedra.cel.values import type_name
 
 # Go's unicode.IsSpace set, which trim() strips.
 _SPACE = (
@@ -29,16 +28,27 @@ def char_at(text: str, index: int) -> str:
 
 
 def index_of(text: str, sub: str, offset: int = 0) -> int:
-    if offset < 0 or offset > len(text):
+    """cel-go: a negative offset is an error; one past the end finds nothing (-1), except
+    the empty string, found at the offset clamped to the end."""
+    if offset < 0:
         raise _out_of_range(offset)
+    if sub == "":
+        return min(offset, len(text))
+    if offset >= len(text):
+        return -1
     return text.find(sub, offset)
 
 
 def last_index_of(text: str, sub: str, offset: int | None = None) -> int:
+    """As index_of, searching backwards from `offset` (the whole string without one)."""
     if offset is None:
         return text.rfind(sub)
-    if offset < 0 or offset >= max(len(text), 1):
+    if offset < 0:
         raise _out_of_range(offset)
+    if sub == "":
+        return min(offset, len(text))
+    if offset >= len(text):
+        return -1
     return text.rfind(sub, 0, offset + len(sub))
 
 
@@ -51,6 +61,12 @@ def upper_ascii(text: str) -> str:
 
 
 def replace(text: str, old: str, new: str, count: int = -1) -> str:
+    """Go's strings.Replace (an empty `old` matches around every character); the result's
+    size is known before it is built."""
+    found = text.count(old) if old else len(text) + 1
+    if count >= 0:
+        found = min(found, count)
+    guard_string(len(text) + found * (len(new) - len(old)), "replace")
     return text.replace(old, new, count if count >= 0 else -1)
 
 
@@ -82,9 +98,12 @@ def trim(text: str) -> str:
 
 
 def join(items: list[object], sep: str = "") -> str:
+    size = len(sep) * max(len(items) - 1, 0)
     for item in items:
         if type(item) is not str:
             raise CelEvalError(f"join: list element is {type_name(item)}, not string")
+        size += len(item)
+    guard_string(size, "join")
     return sep.join(items)  # type: ignore[arg-type]
 
 
@@ -97,123 +116,29 @@ def quote(text: str) -> str:
     return '"' + "".join(_QUOTE_ESCAPES.get(c, c) for c in text) + '"'
 
 
-def format_value(value: object) -> str:
-    """How `%s` renders a value (cel-go's string formatting of each kind)."""
-    kind = type(value)
-    if kind is str:
-        return value  # type: ignore[return-value]
-    if kind is bool:
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if kind is float:
-        return format_double(value)  # type: ignore[arg-type]
-    if kind is bytes:
-        assert isinstance(value, bytes)
-        return value.decode("utf-8", "replace")
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_format_nested(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        entries = sorted((_format_nested(k), _format_nested(v)) for k, v in value.items())
-        return "{" + ", ".join(f"{k}: {v}" for k, v in entries) + "}"
-    if isinstance(value, Optional):
-        raise CelEvalError("format: optional values are not supported")
-    return str(value) if kind is not UInt else str(int(value))  # type: ignore[call-overload]
-
-
-def _format_nested(value: object) -> str:
-    return f'"{value}"' if type(value) is str else format_value(value)
-
-
-def _number(verb: str, value: object) -> float | int:
-    if type(value) in (int, UInt, float):
-        return value  # type: ignore[return-value]
-    raise CelEvalError(f"format: %{verb} requires a number, got {type_name(value)}")
-
-
-def _format_one(verb: str, precision: int | None, value: object) -> str:
-    if verb == "s":
-        return format_value(value)
-    if verb == "d":
-        if type(value) not in (int, UInt):
-            raise CelEvalError(f"format: %d requires an integer, got {type_name(value)}")
-        return str(int(value))  # type: ignore[call-overload]
-    if verb in "fe":
-        number = float(_number(verb, value))
-        return f"{number:.{6 if precision is None else precision}{verb}}"
-    if verb in "boxX":
-        if type(value) is str and verb in "xX":
-            hexed = str(value).encode().hex()
-            return hexed.upper() if verb == "X" else hexed
-        if type(value) not in (int, UInt):
-            raise CelEvalError(f"format: %{verb} requires an integer, got {type_name(value)}")
-        return format(int(value), verb)  # type: ignore[call-overload]
-    raise CelEvalError(f"format: unrecognized formatting clause '%{verb}'")
-
-
-def format_string(template: str, args: list[object]) -> str:
-    """`"...".format([args])` with the %s %d %f %e %b %o %x %X verbs and %% escapes."""
-    out: list[str] = []
-    i = used = 0
-    while i < len(template):
-        ch = template[i]
-        if ch != "%":
-            out.append(ch)
-            i += 1
-            continue
-        i += 1
-        if template[i : i + 1] == "%":
-            out.append("%")
-            i += 1
-            continue
-        precision = None
-        if template[i : i + 1] == ".":
-            j = i + 1
-            while j < len(template) and template[j].isdigit():
-                j += 1
-            precision, i = int(template[i + 1 : j] or 0), j
-        if i >= len(template):
-            raise CelEvalError("format: unterminated formatting clause")
-        if used >= len(args):
-            raise CelEvalError(f"format: index {used} out of range")
-        out.append(_format_one(template[i], precision, args[used]))
-        used += 1
-        i += 1
-    return "".join(out)
-
-
-def _text_cost(sizes: list[int]) -> int:
-    return max(1, ceil_cost(TRAVERSAL * sizes[0]))
-
-
-def _split_cost(sizes: list[int]) -> int:
-    # Calibrated on upstream's figure for `attr.split("example").size() >= 2` (19).
-    return ceil_cost(TRAVERSAL * sizes[0]) + 6
-
-
 def string_extensions() -> Library:
     lib = Library()
     s = STRING
 
-    def m(name: str, args: tuple[Type, ...], result: Type, impl: Impl, cost: CostFn = None) -> None:
-        lib.add(name, args, result, impl, member=True, cost=cost)
+    def m(name: str, args: tuple[Type, ...], result: Type, impl: Impl) -> None:
+        lib.add(name, args, result, impl, member=True)
 
     m("charAt", (s, INT), s, char_at)
-    m("indexOf", (s, s), INT, index_of, _text_cost)
-    m("indexOf", (s, s, INT), INT, index_of, _text_cost)
-    m("lastIndexOf", (s, s), INT, last_index_of, _text_cost)
-    m("lastIndexOf", (s, s, INT), INT, last_index_of, _text_cost)
-    m("lowerAscii", (s,), s, lower_ascii, _text_cost)
-    m("upperAscii", (s,), s, upper_ascii, _text_cost)
-    m("replace", (s, s, s), s, replace, _text_cost)
-    m("replace", (s, s, s, INT), s, replace, _text_cost)
-    m("split", (s, s), list_of(s), split, _split_cost)
-    m("split", (s, s, INT), list_of(s), split, _split_cost)
-    m("substring", (s, INT), s, substring, _text_cost)
-    m("substring", (s, INT, INT), s, substring, _text_cost)
-    m("trim", (s,), s, trim, _text_cost)
-    m("join", (list_of(s),), s, join, _text_cost)
-    m("join", (list_of(s), s), s, join, _text_cost)
-    m("format", (s, list_of(DYN)), s, format_string, _text_cost)
-    lib.add("strings.quote", (s,), s, quote, cost=_text_cost)
+    m("indexOf", (s, s), INT, index_of)
+    m("indexOf", (s, s, INT), INT, index_of)
+    m("lastIndexOf", (s, s), INT, last_index_of)
+    m("lastIndexOf", (s, s, INT), INT, last_index_of)
+    m("lowerAscii", (s,), s, lower_ascii)
+    m("upperAscii", (s,), s, upper_ascii)
+    m("replace", (s, s, s), s, replace)
+    m("replace", (s, s, s, INT), s, replace)
+    m("split", (s, s), list_of(s), split)
+    m("split", (s, s, INT), list_of(s), split)
+    m("substring", (s, INT), s, substring)
+    m("substring", (s, INT, INT), s, substring)
+    m("trim", (s,), s, trim)
+    m("join", (list_of(s),), s, join)
+    m("join", (list_of(s), s), s, join)
+    m("format", (s, list_of(DYN)), s, format_string)
+    lib.add("strings.quote", (s,), s, quote)
     return lib

@@ -10,7 +10,7 @@ from kubedra.api.quantity import Quantity, QuantityError
 from kubedra.api.semver import Semver, SemverError, is_valid_semver
 from kubedra.cel.errors import CelEvalError
 from kubedra.cel.registry import Library
-from kubedra.cel.stdlib import compile_regex, regex_cost
+from kubedra.cel.stdlib import compile_regex
 from kubedra.cel.types import (
     BOOL,
     BYTES,
@@ -177,21 +177,16 @@ def list_last_index_of(items: Sequence[object], value: object) -> int:
     return found[-1] if found else -1
 
 
-def _list_cost(sizes: list[int]) -> int:
-    return max(1, sizes[0])
-
-
 def _add_lists(lib: Library) -> None:
     for t in _COMPARABLE:
         lt = list_of(t)
-        lib.add("isSorted", (lt,), BOOL, is_sorted, member=True, cost=_list_cost)
-        lib.add("min", (lt,), t, list_min, member=True, cost=_list_cost)
-        lib.add("max", (lt,), t, list_max, member=True, cost=_list_cost)
+        lib.add("isSorted", (lt,), BOOL, is_sorted, member=True)
+        lib.add("min", (lt,), t, list_min, member=True)
+        lib.add("max", (lt,), t, list_max, member=True)
     for t, impl in ((INT, sum_ints), (UINT, sum_uints), (DOUBLE, sum_doubles)):
-        lib.add("sum", (list_of(t),), t, impl, member=True, cost=_list_cost)
-    lib.add("indexOf", (list_of(A), A), INT, list_index_of, member=True, cost=_list_cost)
-    lib.add("lastIndexOf", (list_of(A), A), INT, list_last_index_of, member=True,
-            cost=_list_cost)  # fmt: skip
+        lib.add("sum", (list_of(t),), t, impl, member=True)
+    lib.add("indexOf", (list_of(A), A), INT, list_index_of, member=True)
+    lib.add("lastIndexOf", (list_of(A), A), INT, list_last_index_of, member=True)
 
 
 # -- Regex ---------------------------------------------------------------------------------
@@ -208,11 +203,9 @@ def regex_find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
 
 
 def _add_regex(lib: Library) -> None:
-    lib.add("find", (STRING, STRING), STRING, regex_find, member=True, cost=regex_cost)
-    lib.add("findAll", (STRING, STRING), list_of(STRING), regex_find_all, member=True,
-            cost=regex_cost)  # fmt: skip
-    lib.add("findAll", (STRING, STRING, INT), list_of(STRING), regex_find_all, member=True,
-            cost=regex_cost)  # fmt: skip
+    lib.add("find", (STRING, STRING), STRING, regex_find, member=True)
+    lib.add("findAll", (STRING, STRING), list_of(STRING), regex_find_all, member=True)
+    lib.add("findAll", (STRING, STRING, INT), list_of(STRING), regex_find_all, member=True)
 
 
 def kubernetes_library() -> Library:
@@ -239,6 +232,5 @@ def includes(attribute: object, value: object) -> bool:
 
 def includes_library() -> Library:
     lib = Library()
-    lib.add("includes", (DYN, DYN), BOOL, includes, member=True,
-            cost=lambda _: MAX_INCLUDES_VALUES)  # fmt: skip
+    lib.add("includes", (DYN, DYN), BOOL, includes, member=True)
     return lib

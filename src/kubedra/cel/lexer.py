@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -81,13 +82,29 @@ def tokenize(source: str) -> list[Token]:
     return tokens
 
 
+# Longest literal (leading zeros aside) that can fit 64 bits: checked before converting, so
+# a 5,000-digit literal fails at once (Python's int() would refuse it past 4,300 digits).
+_MAX_DIGITS = {10: 20, 16: 16}
+
+
 def _number(text: str, pos: int) -> object:
-    """Decode an int/uint/double literal; int range is checked where negation is known."""
-    if any(c in text for c in ".eE") and text[:2].lower() != "0x":
-        return float(text)
+    """Decode an int/uint/double literal as strconv does for cel-go; out of range is an error.
+
+    The int range is checked by the parser, where a leading minus is known.
+    """
+    is_hex = text[:2].lower() == "0x"
+    if not is_hex and any(c in text for c in ".eE"):
+        value = float(text)
+        if math.isinf(value):  # strconv.ParseFloat: ErrRange
+            raise Issue("invalid double literal", pos)
+        return value
     unsigned = text[-1] in "uU"
     digits = text[:-1] if unsigned else text
-    value = int(digits, 16) if digits[:2].lower() == "0x" else int(digits)
+    base = 16 if is_hex else 10
+    significant = (digits[2:] if is_hex else digits).lstrip("0") or "0"
+    if len(significant) > _MAX_DIGITS[base]:
+        raise Issue("invalid uint literal" if unsigned else "invalid int literal", pos)
+    value = int(significant, base)
     if unsigned:
         if value >= 1 << 64:
             raise Issue("invalid uint literal", pos)

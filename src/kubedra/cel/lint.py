@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from kubedra.cel import ast
-from kubedra.cel.errors import CelCompileError, Issue
+from kubedra.cel.errors import CelCompileError, CelEvalError, Issue
+from kubedra.cel.ip_lib import parse_cidr, parse_ip
+from kubedra.cel.k8s_lib import parse_quantity, parse_semver
 from kubedra.cel.lexer import RESERVED, tokenize
 from kubedra.cel.parser import parse
 from kubedra.cel.patterns import bare_lookup, walk
@@ -76,6 +80,51 @@ def portable_rewrite(expression: str, domain: str) -> str:
 
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@dataclass(frozen=True, slots=True)
+class BadLiteral:
+    """A constant argument that the function rejects on every evaluation."""
+
+    call: str  # e.g. `quantity("40GB")`
+    error: str
+    line: int
+    column: int
+
+
+# Constructors whose string argument upstream parses only at run time (so the API server
+# accepts a selector that then fails on every device it is evaluated on).
+_LITERAL_PARSERS: dict[str, Callable[[str], object]] = {
+    "quantity": parse_quantity,
+    "semver": parse_semver,
+    "ip": parse_ip,
+    "cidr": parse_cidr,
+}
+
+
+def bad_literals(expression: str) -> list[BadLiteral]:
+    """`quantity("40GB")`, `semver("1.2")`, `ip(...)`, `cidr(...)` with an invalid literal."""
+    found: list[BadLiteral] = []
+    for node in walk(_parsed(expression)):
+        if not isinstance(node, ast.Call) or node.target is not None or not node.args:
+            continue
+        parse = _LITERAL_PARSERS.get(node.function)
+        arg = node.args[0]
+        if parse is None or not isinstance(arg, ast.Literal) or type(arg.value) is not str:
+            continue
+        flag = node.args[-1]
+        if len(node.args) == 2:  # semver(text, normalize): only with a literal flag
+            if not (isinstance(flag, ast.Literal) and type(flag.value) is bool):
+                continue
+            parse = partial(parse_semver, normalize=flag.value)
+        try:
+            parse(arg.value)
+        except CelEvalError as exc:
+            line = expression.count("\n", 0, node.pos) + 1
+            column = node.pos - (expression.rfind("\n", 0, node.pos) + 1) + 1
+            call = f"{node.function}({_quote(arg.value)})"
+            found.append(BadLiteral(call, str(exc), line, column))
+    return found
 
 
 def constrained_drivers(expression: str) -> frozenset[str] | None:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from kubedra.cel import ast
 from kubedra.cel import runtime as rt
 from kubedra.cel.errors import CelEvalError, CostLimitExceeded
-from kubedra.cel.values import type_name
+from kubedra.cel.values import Optional, no_such_overload, type_name
 
 Frame = list[object]
 Fn = Callable[[Frame], object]
@@ -27,12 +27,35 @@ def build_comprehension(
             return body(f)
 
         return bind
+    if node.kind in ("optMap", "optFlatMap"):
+        return _optional_map(rng, args[0], slot, node.kind == "optFlatMap")
     if cost is not None:
         args = [_charged(args[0], cost), *args[1:]]
     builder = _BUILDERS[node.kind]
     if node.var2 is not None:
         return builder(_pairs(rng), args, slot, slot2)
     return builder(_singles(rng), args, slot, slot2)
+
+
+def _optional_map(rng: Fn, body: Fn, slot: int, flat: bool) -> Fn:
+    """optMap: `opt.hasValue() ? optional.of(expr[x := opt.value()]) : optional.none()`;
+    optFlatMap: the same without wrapping (the expression is itself an optional)."""
+
+    def optional_map(f: Frame) -> object:
+        opt = rng(f)
+        if type(opt) is not Optional:
+            raise no_such_overload("hasValue", opt)
+        if not opt.present:
+            return Optional.NONE
+        f[slot] = opt.value
+        out = body(f)
+        if not flat:
+            return Optional(out)
+        if type(out) is not Optional:
+            raise no_such_overload("optFlatMap", out)
+        return out
+
+    return optional_map
 
 
 def _charged(fn: Fn, cost: int) -> Fn:

@@ -8,22 +8,20 @@ from dataclasses import dataclass, field
 from kubedra.cel.types import Type
 
 Impl = Callable[..., object]
-CostFn = Callable[[list[int]], int] | None
 
 
 @dataclass(frozen=True, slots=True)
 class Overload:
     """One typed signature of a function.
 
-    `args` includes the receiver first for member functions. `cost` is the estimated cost of
-    the call itself (arguments excluded) given each argument's maximum size; None means 1.
+    `args` includes the receiver first for member functions. Size-dependent costs are in
+    `kubedra.cel.callcost`, keyed by function name as upstream's cost estimators are.
     """
 
     id: str
     args: tuple[Type, ...]
     result: Type
     impl: Impl
-    cost: CostFn = None
 
 
 @dataclass(slots=True)
@@ -40,12 +38,11 @@ class Library:
         impl: Impl,
         *,
         member: bool = False,
-        cost: CostFn = None,
     ) -> None:
         """Declare one overload."""
         key = (name, member)
         overload_id = f"{name}_{'_'.join(str(a) for a in args)}"
-        self.functions.setdefault(key, []).append(Overload(overload_id, args, result, impl, cost))
+        self.functions.setdefault(key, []).append(Overload(overload_id, args, result, impl))
 
     def lookup(self, name: str, member: bool) -> list[Overload]:
         return self.functions.get((name, member), [])

@@ -8,10 +8,17 @@ from typing import Final
 from kubedra.api.quantity import Quantity
 from kubedra.api.semver import Semver
 from kubedra.cel.errors import CelEvalError, CostLimitExceeded
+from kubedra.cel.ip_lib import CIDRPrefix, IPAddress
 from kubedra.cel.types import Type
 from kubedra.cel.values import CelType, Optional, UInt, no_such_key, no_such_overload, type_name
 
-COST_LIMIT: Final = 1_000_000  # cel.CostLimit(PerCallLimit) in the Kubernetes base env
+COST_LIMIT: Final = 1_000_000  # resourceapi.CELSelectorExpressionMaxCost (DRA's runtime limit)
+# Size guards, checked before a result is built, whether or not cost is tracked: a string
+# longer than this costs more than the whole budget to traverse once (0.1 a character), a
+# list longer than this more than the budget to allocate (1 an element, cel-go's
+# lists.range maximum). Nothing within the limit can need a bigger one.
+MAX_STRING_SIZE: Final = 10 * COST_LIMIT
+MAX_LIST_SIZE: Final = COST_LIMIT
 
 
 class DomainMap(dict[str, dict[str, object]]):
@@ -31,7 +38,7 @@ _SCALARS: dict[str, tuple[type, ...]] = {
     "int": (int,), "uint": (UInt,), "double": (float,), "string": (str,), "bytes": (bytes,),
     "bool": (bool,), "null_type": (type(None),), "type": (CelType,), "list": LIST_TYPES,
     "map": MAP_TYPES, "optional_type": (Optional,), "kubernetes.Quantity": (Quantity,),
-    "kubernetes.Semver": (Semver,),
+    "kubernetes.Semver": (Semver,), "net.IP": (IPAddress,), "net.CIDR": (CIDRPrefix,),
 }  # fmt: skip
 
 
@@ -58,7 +65,7 @@ def _list_index(items: list[object] | tuple[object, ...], key: object) -> object
     position: int = key  # type: ignore[assignment]
     if 0 <= position < len(items):
         return items[position]
-    raise CelEvalError(f"index out of range: {position}")
+    raise CelEvalError(f"index out of bounds: {position}")
 
 
 def map_get(mapping: Mapping[object, object], key: object) -> object:
@@ -108,6 +115,8 @@ def index_optional(container: object, key: object) -> Optional:
 
 
 def has_field(operand: object, name: str) -> bool:
+    if type(operand) is Optional:  # has(a.?b.c): false when the chain is already empty
+        return operand.present and has_field(operand.value, name)
     if isinstance(operand, Mapping):
         return name in operand
     raise CelEvalError(f"invalid type for field selection: {type_name(operand)}")
@@ -130,6 +139,22 @@ def iterate(value: object) -> Iterable[object]:
 def as_bool_error(value: object) -> CelEvalError:
     """A macro predicate produced a non-bool value."""
     return no_such_overload("_&&_", value)
+
+
+def cost_limit_exceeded(detail: str) -> CostLimitExceeded:
+    return CostLimitExceeded(f"operation cancelled: actual cost limit exceeded: {detail}")
+
+
+def guard_string(size: int, function: str) -> None:
+    """Refuse to build a string the cost budget could never pay for."""
+    if size > MAX_STRING_SIZE:
+        raise cost_limit_exceeded(f"{function} would build a string of {size:,} characters")
+
+
+def guard_list(size: int, function: str) -> None:
+    """Refuse to build a list the cost budget could never pay for."""
+    if size > MAX_LIST_SIZE:
+        raise cost_limit_exceeded(f"{function} would build a list of {size:,} elements")
 
 
 def charge(frame: list[object], amount: int) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
 from kubedra.cel import ast
 from kubedra.cel.checker import check
@@ -12,12 +13,20 @@ from kubedra.cel.compiler import Compiler, Fn
 from kubedra.cel.cost import estimate
 from kubedra.cel.device import DeviceView
 from kubedra.cel.env import Env, plain_env, selector_env
-from kubedra.cel.errors import BareKeyMissing, CelCompileError, CelError, CelEvalError, Issue
+from kubedra.cel.errors import (
+    BareKeyMissing,
+    CelCompileError,
+    CelError,
+    CelEvalError,
+    CostLimitExceeded,
+    Issue,
+)
 from kubedra.cel.parser import parse
 from kubedra.cel.runtime import COST_LIMIT
 from kubedra.cel.types import BOOL, DYN
 from kubedra.cel.values import type_name
 
+T = TypeVar("T")
 MAX_EXPRESSION_BYTES = 10 * 1024  # resourceapi.CELSelectorExpressionMaxLength
 CACHE_SIZE = 1024
 
@@ -56,7 +65,9 @@ def _run(fn: Fn, root: object, frame_size: int) -> object:
     except CelError:
         raise
     except RecursionError:
-        raise CelEvalError("expression too deeply nested") from None
+        raise CelEvalError("expression too deeply nested for the remaining stack") from None
+    except MemoryError:
+        raise CostLimitExceeded("operation cancelled: out of memory") from None
     except Exception as exc:  # a Python-level failure inside a library function
         raise CelEvalError(f"{type(exc).__name__}: {exc}") from None
 
@@ -88,7 +99,7 @@ def compile_selector(
     result = tree.typ
     if result not in (BOOL, DYN):
         raise CelCompileError(f"must evaluate to bool or the unknown type, not {result}")
-    est = estimate(tree, device=True)
+    est = _shallow(lambda: estimate(tree, device=True))
     if enforce_cost_limit and est.total > COST_LIMIT:
         raise CelCompileError(
             f"too complex, exceeds cost limit: estimated cost {est.total}, limit {COST_LIMIT}"
@@ -99,18 +110,30 @@ def compile_selector(
 
 def _checked(expression: str, env: Env) -> ast.Node:
     try:
-        tree = parse(expression)
-        check(tree, env)
+        tree = _shallow(lambda: parse(expression))
+        _shallow(lambda: check(tree, env))
     except Issue as issue:
         raise CelCompileError(f"compilation failed: {issue.render(expression)}") from None
     return tree
+
+
+def _shallow(step: Callable[[], T]) -> T:
+    """Run a pass over the tree. The parser's limits keep every pass far below Python's
+    recursion limit; should a caller's own stack already be nearly full, the pass fails
+    with a clear error instead of a RecursionError."""
+    try:
+        return step()
+    except RecursionError:
+        raise CelCompileError(
+            "compilation failed: expression nested too deeply for the remaining stack"
+        ) from None
 
 
 def _closure(
     tree: ast.Node, env: Env, iteration: dict[int, int] | None, device: bool
 ) -> tuple[Fn, int]:
     compiler = Compiler(device=device, lenient=env.lenient, iteration_costs=iteration)
-    fn = compiler.compile(tree)
+    fn = _shallow(lambda: compiler.compile(tree))
     return fn, compiler.frame_size
 
 
@@ -118,7 +141,7 @@ def _closure(
 def _compile_plain(expression: str, names: frozenset[str]) -> tuple[Fn, int]:
     env = plain_env(names)
     tree = _checked(expression, env)
-    est = estimate(tree, device=False)
+    est = _shallow(lambda: estimate(tree, device=False))
     return _closure(tree, env, est.iteration if est.total > COST_LIMIT else None, False)
 
 

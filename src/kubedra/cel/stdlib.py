@@ -13,6 +13,7 @@ import re2  # type: ignore[import-untyped,unused-ignore]
 
 from kubedra.cel.errors import CelEvalError
 from kubedra.cel.registry import Library
+from kubedra.cel.runtime import guard_list, guard_string
 from kubedra.cel.types import (
     BOOL,
     BYTES,
@@ -38,15 +39,11 @@ from kubedra.cel.values import (
     cel_equal,
     check_int,
     check_uint,
+    numeric_compare,
     type_name,
 )  # fmt: skip
 
 NUMERIC = (INT, UINT, DOUBLE)
-TRAVERSAL = 0.1  # cel-go's per-character cost factor for string scans
-
-
-def ceil_cost(x: float) -> int:
-    return math.ceil(x)
 
 
 # -- arithmetic (int64/uint64 overflow and zero-division are errors, doubles follow IEEE) --
@@ -94,8 +91,14 @@ def _uint_op(op: Callable[[int, int], int]) -> Callable[[int, int], UInt]:
     return lambda a, b: check_uint(op(a, b))
 
 
-def _concat_cost(sizes: list[int]) -> int:
-    return ceil_cost(TRAVERSAL * (sizes[0] + sizes[1]))
+def concat(a: str, b: str) -> str:
+    guard_string(len(a) + len(b), "_+_")
+    return a + b
+
+
+def concat_lists(a: list[object], b: list[object]) -> list[object]:
+    guard_list(len(a) + len(b), "_+_")
+    return [*a, *b]
 
 
 def _add_arithmetic(lib: Library) -> None:
@@ -103,9 +106,9 @@ def _add_arithmetic(lib: Library) -> None:
         lib.add(name, (INT, INT), INT, _int_op(op))
         lib.add(name, (UINT, UINT), UINT, _uint_op(op))
         lib.add(name, (DOUBLE, DOUBLE), DOUBLE, op)
-    lib.add("_+_", (STRING, STRING), STRING, operator.add, cost=_concat_cost)
-    lib.add("_+_", (BYTES, BYTES), BYTES, operator.add, cost=_concat_cost)
-    lib.add("_+_", (list_of(A), list_of(A)), list_of(A), lambda a, b: [*a, *b], cost=_concat_cost)
+    lib.add("_+_", (STRING, STRING), STRING, concat)
+    lib.add("_+_", (BYTES, BYTES), BYTES, concat)
+    lib.add("_+_", (list_of(A), list_of(A)), list_of(A), concat_lists)
     lib.add("_/_", (INT, INT), INT, int_div)
     lib.add("_/_", (UINT, UINT), UINT, uint_div)
     lib.add("_/_", (DOUBLE, DOUBLE), DOUBLE, double_div)
@@ -117,11 +120,6 @@ def _add_arithmetic(lib: Library) -> None:
 
 
 # -- comparisons ---------------------------------------------------------------------------
-def _equality_cost(sizes: list[int]) -> int:
-    """String/bytes equality scans the shorter operand (0.1 per character)."""
-    return ceil_cost(TRAVERSAL * min(sizes))
-
-
 def _add_comparisons(lib: Library) -> None:
     lib.add("_==_", (A, A), BOOL, cel_equal)
     lib.add("_!=_", (A, A), BOOL, lambda a, b: not cel_equal(a, b))
@@ -129,12 +127,17 @@ def _add_comparisons(lib: Library) -> None:
            ("_>=_", operator.ge))  # fmt: skip
     for name, op in ops:
         # Cross-type numeric comparisons are enabled in the Kubernetes base environment
-        # (1.28); Python compares int/float exactly, matching CEL's semantics.
+        # (1.28), with cel-go's rules (see numeric_compare); int and uint pairs are exact.
         for left in NUMERIC:
             for right in NUMERIC:
-                lib.add(name, (left, right), BOOL, op)
+                exact = left == right and left != DOUBLE
+                lib.add(name, (left, right), BOOL, op if exact else _ordered(op))
         for same in (STRING, BYTES, BOOL):
-            lib.add(name, (same, same), BOOL, op, cost=_equality_cost)
+            lib.add(name, (same, same), BOOL, op)
+
+
+def _ordered(op: Callable[[int, int], bool]) -> Callable[[float, float], bool]:
+    return lambda a, b: op(numeric_compare(a, b), 0)
 
 
 # -- membership and size ---------------------------------------------------------------------
@@ -152,7 +155,7 @@ def map_contains(key: object, mapping: Mapping[object, object]) -> bool:
 
 
 def _add_membership(lib: Library) -> None:
-    lib.add("@in", (A, list_of(A)), BOOL, list_contains, cost=lambda s: s[1])
+    lib.add("@in", (A, list_of(A)), BOOL, list_contains)
     lib.add("@in", (A, map_of(A, B)), BOOL, map_contains)
     for member in (False, True):
         lib.add("size", (STRING,), INT, len, member=member)
@@ -162,35 +165,50 @@ def _add_membership(lib: Library) -> None:
 
 
 # -- strings and regular expressions ---------------------------------------------------------
+# RE2's error texts -> those of Go's regexp/syntax (a port of RE2), which cel-go reports.
+_GO_REGEX_ERRORS = {
+    "missing )": "missing closing )",
+    "missing ]": "missing closing ]",
+    "bad repetition operator": "invalid nested repetition operator",
+    "no argument for repetition operator": "missing argument to repetition operator",
+    "invalid repetition size": "invalid repeat count",
+    "invalid named capture group": "invalid named capture",
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+    "pattern too large - compile failed": "expression too large",
+}
+_QUIET = re2.Options()
+_QUIET.log_errors = False  # RE2 would log every rejected pattern to stderr
+
+
 @lru_cache(maxsize=256)
 def compile_regex(pattern: str) -> re2._Regexp:
-    """Compile with RE2 semantics (what cel-go uses); errors become evaluation errors."""
+    """Compile with RE2 semantics (what cel-go uses); errors read as Go's regexp errors."""
     try:
-        return re2.compile(pattern)
+        return re2.compile(pattern, _QUIET)
     except re2.error as exc:
-        raise CelEvalError(f"error parsing regexp: {exc}: `{pattern}`") from None
+        raise CelEvalError(f"error parsing regexp: {_go_regex_error(exc)}") from None
+
+
+def _go_regex_error(exc: Exception) -> str:
+    """`code: `arg`` as Go formats a syntax.Error, from RE2's `code: arg` bytes."""
+    raw = exc.args[0] if exc.args else b""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    if text == "trailing \\":
+        return "trailing backslash at end of expression: ``"
+    code, sep, arg = text.partition(": ")
+    return f"{_GO_REGEX_ERRORS.get(code, code)}: `{arg}`" if sep else text
 
 
 def matches(text: str, pattern: str) -> bool:
     return compile_regex(pattern).search(text) is not None
 
 
-def regex_cost(sizes: list[int]) -> int:
-    """cel-go: string traversal cost times a quarter of the pattern length."""
-    return ceil_cost(TRAVERSAL * sizes[0]) * ceil_cost(0.25 * sizes[1])
-
-
-def _scan_cost(sizes: list[int]) -> int:
-    return max(1, ceil_cost(TRAVERSAL * sizes[1]))
-
-
 def _add_strings(lib: Library) -> None:
-    lib.add("contains", (STRING, STRING), BOOL, lambda s, t: t in s, member=True,
-            cost=lambda s: max(1, ceil_cost(TRAVERSAL * s[0] * s[1] / 10)))  # fmt: skip
-    lib.add("startsWith", (STRING, STRING), BOOL, str.startswith, member=True, cost=_scan_cost)
-    lib.add("endsWith", (STRING, STRING), BOOL, str.endswith, member=True, cost=_scan_cost)
-    lib.add("matches", (STRING, STRING), BOOL, matches, member=True, cost=regex_cost)
-    lib.add("matches", (STRING, STRING), BOOL, matches, cost=regex_cost)
+    lib.add("contains", (STRING, STRING), BOOL, lambda s, t: t in s, member=True)
+    lib.add("startsWith", (STRING, STRING), BOOL, str.startswith, member=True)
+    lib.add("endsWith", (STRING, STRING), BOOL, str.endswith, member=True)
+    lib.add("matches", (STRING, STRING), BOOL, matches, member=True)
+    lib.add("matches", (STRING, STRING), BOOL, matches)
 
 
 # -- conversions -----------------------------------------------------------------------------
@@ -204,56 +222,63 @@ _BOOL_TEXT = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True
               "False": False}  # fmt: skip
 
 
-def _range_error(what: str) -> CelEvalError:
-    return CelEvalError(f"{what} out of range")
+def _conversion_error(target: str) -> CelEvalError:
+    """cel-go's message for a string that does not parse as `target` (strconv failed)."""
+    return CelEvalError(f"type conversion error from 'string' to '{target}'")
+
+
+INT_OVERFLOW = "integer overflow"
+UINT_OVERFLOW = "unsigned integer overflow"
 
 
 def string_to_int(text: str) -> int:
-    if not _INT_TEXT.fullmatch(text):
-        raise CelEvalError(f"cannot convert string '{text}' to int")
+    # The length check first: Python's int() refuses more than 4,300 digits.
+    if len(text) > 40 or not _INT_TEXT.fullmatch(text):
+        raise _conversion_error("int")
     value = int(text)
     if not INT64_MIN <= value <= INT64_MAX:
-        raise _range_error("int")
+        raise _conversion_error("int")  # strconv.ParseInt: ErrRange
     return value
 
 
 def string_to_uint(text: str) -> UInt:
-    if not _UINT_TEXT.fullmatch(text):
-        raise CelEvalError(f"cannot convert string '{text}' to uint")
+    if len(text) > 40 or not _UINT_TEXT.fullmatch(text):
+        raise _conversion_error("uint")
     value = int(text)
     if value > UINT64_MAX:
-        raise _range_error("uint")
+        raise _conversion_error("uint")
     return UInt(value)
 
 
 def double_to_int(value: float) -> int:
-    # cel-go rejects NaN/inf and values outside the int64 range.
-    if math.isnan(value) or not -9.223372036854775808e18 <= value < 9.223372036854775807e18:
-        raise _range_error("int")
+    # cel-go's doubleToInt64Checked: NaN, infinities and anything at or beyond the int64
+    # bounds (as doubles) overflow, so int(-9223372036854775808.0) is an error too.
+    if math.isnan(value) or not -9.223372036854775808e18 < value < 9.223372036854775807e18:
+        raise CelEvalError(INT_OVERFLOW)
     return int(value)
 
 
 def double_to_uint(value: float) -> UInt:
     if math.isnan(value) or not 0 <= value < 1.8446744073709552e19:
-        raise _range_error("uint")
+        raise CelEvalError(UINT_OVERFLOW)
     return UInt(int(value))
 
 
 def int_to_uint(value: int) -> UInt:
     if value < 0:
-        raise _range_error("uint")
+        raise CelEvalError(UINT_OVERFLOW)
     return UInt(value)
 
 
 def uint_to_int(value: int) -> int:
     if value > INT64_MAX:
-        raise _range_error("int")
+        raise CelEvalError(INT_OVERFLOW)
     return int(value)
 
 
 def string_to_double(text: str) -> float:
     if not _FLOAT_TEXT.fullmatch(text):
-        raise CelEvalError(f"cannot convert string '{text}' to double")
+        raise _conversion_error("double")
     return float(text)
 
 
@@ -261,7 +286,7 @@ def string_to_bool(text: str) -> bool:
     try:
         return _BOOL_TEXT[text]
     except KeyError:
-        raise CelEvalError(f"cannot convert string '{text}' to bool") from None
+        raise _conversion_error("bool") from None
 
 
 def bytes_to_string(data: bytes) -> str:
@@ -315,7 +340,7 @@ def type_of(value: object) -> CelType:
 
 
 TYPE_NAMES = ("int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type",
-              "type")  # fmt: skip
+              "type", "optional_type")  # fmt: skip
 
 
 def _add_conversions(lib: Library) -> None:

@@ -40,6 +40,8 @@ TYPE = Type("type")
 QUANTITY = Type("kubernetes.Quantity")
 SEMVER = Type("kubernetes.Semver")
 DEVICE = Type("kubernetes.DRADevice")
+IP = Type("net.IP")
+CIDR = Type("net.CIDR")
 A = Type("_A")
 B = Type("_B")
 

@@ -1,9 +1,10 @@
 """CEL checks of API objects: what the API server compiles, and kubedra's portability lint.
 
 The API server compiles every selector of a DeviceClass, ResourceClaim and template when it
-is written (syntax, types, the estimated cost limit). kubedra adds two warnings: a bare
+is written (syntax, types, the estimated cost limit). kubedra adds three warnings: a bare
 `device.capacity["memory"]` that only kubedra's lenient mode resolves (with the portable
-rewrite), and a class that admits devices of any driver.
+rewrite), a constant argument that `quantity()`/`semver()`/`ip()`/`cidr()` reject (upstream
+fails only at run time), and a class that admits devices of any driver.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kubedra.api.resource import (
 from kubedra.api.validation import ref_of
 from kubedra.api.validation.report import Path, Report, show
 from kubedra.cel.errors import CelCompileError
-from kubedra.cel.lint import bare_lookups, constrained_drivers, portable_rewrite
+from kubedra.cel.lint import bad_literals, bare_lookups, constrained_drivers, portable_rewrite
 from kubedra.cel.selector import compile_selector
 from kubedra.errors import Problem
 
@@ -85,6 +86,7 @@ def cel_problems(
     """Compile errors of every selector of `obj`, then the portability warnings."""
     r = Report(ref_of(obj))
     admitted: list[frozenset[str] | None] = []
+    compiled = True
     for path, sel in selectors_of(obj):
         if sel.cel is None or not sel.cel.expression:
             continue  # reported by API validation
@@ -94,11 +96,14 @@ def cel_problems(
             compile_selector(expression, strict=strict)
         except CelCompileError as err:
             _compile_error(r, expr_path, expression, str(err))
+            compiled = False
             continue
         if not strict:
             _bare_lookup_warnings(r, expr_path, expression, known or {})
+        _bad_literal_warnings(r, expr_path, expression)
         admitted.append(constrained_drivers(expression))
-    if isinstance(obj, DeviceClass) and all(a is None for a in admitted):
+    # Which drivers a broken selector admits is unknown: only warn when all compiled.
+    if isinstance(obj, DeviceClass) and compiled and all(a is None for a in admitted):
         _any_driver_warning(r, obj)
     return r.problems
 
@@ -127,6 +132,17 @@ def _bare_lookup_warnings(r: Report, path: Path, expression: str, known: KnownDo
             "upstream Kubernetes keys this map by domain and fails at run time, only "
             "kubedra's lenient mode resolves it to the device's own driver domain. "
             f"Portable form: {portable_rewrite(expression, domain)}{also}",
+        )
+
+
+def _bad_literal_warnings(r: Report, path: Path, expression: str) -> None:
+    for bad in bad_literals(expression):
+        r.warn(
+            path,
+            f"{bad.call} at line {bad.line}, column {bad.column} can never succeed: "
+            f"{bad.error}. The API server accepts it (upstream parses the argument only "
+            "when the selector runs), so every evaluation of this selector fails at "
+            "scheduling time",
         )
 
 

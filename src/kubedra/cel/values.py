@@ -101,7 +101,46 @@ def type_name(value: object) -> str:
 
 def _opaque_name(value: object) -> str:
     name = type(value).__name__
-    return {"Quantity": "kubernetes.Quantity", "Semver": "kubernetes.Semver"}.get(name, name)
+    opaque = {
+        "Quantity": "kubernetes.Quantity",
+        "Semver": "kubernetes.Semver",
+        "IPAddress": "net.IP",
+        "CIDRPrefix": "net.CIDR",
+        "URLValue": "kubernetes.URL",
+    }
+    return opaque.get(name, name)
+
+
+_TWO_63: Final = 9223372036854775808.0  # float64(math.MaxInt64) in Go
+_TWO_64: Final = 18446744073709551616.0  # float64(math.MaxUint64)
+
+
+def numeric_compare(a: float, b: float) -> int:
+    """cel-go's ordering across int, uint and double: -1, 0 or 1.
+
+    int and uint compare exactly; against a double, an integer in range is converted to a
+    double first (so `9223372036854775807 == 9223372036854775808.0`, as in cel-go), and a
+    NaN cannot be ordered.
+    """
+    fa, fb = type(a) is float, type(b) is float
+    if fa or fb:
+        if a != a or b != b:  # NaN test
+            raise CelEvalError("NaN values cannot be ordered")
+        if fa and not fb:
+            return _double_vs_integer(a, b)
+        if fb and not fa:
+            return -_double_vs_integer(b, a)
+    return (a > b) - (a < b)
+
+
+def _double_vs_integer(d: float, i: float) -> int:
+    low, high = (0.0, _TWO_64) if type(i) is UInt else (-_TWO_63, _TWO_63)
+    if d < low:
+        return -1
+    if d > high:
+        return 1
+    x = float(i)
+    return (d > x) - (d < x)
 
 
 def cel_equal(a: object, b: object) -> bool:
@@ -110,7 +149,11 @@ def cel_equal(a: object, b: object) -> bool:
     if ta is bool or tb is bool:
         return ta is tb and a == b
     if ta in _NUMERIC and tb in _NUMERIC:
-        return a == b  # exact int/float comparison, NaN != NaN
+        if ta is tb or float not in (ta, tb):
+            return a == b  # same kind, or int against uint: exact; NaN != NaN
+        if a != a or b != b:  # NaN test
+            return False
+        return numeric_compare(a, b) == 0  # type: ignore[arg-type]
     if isinstance(a, list | tuple):
         if not isinstance(b, list | tuple) or len(a) != len(b):
             return False

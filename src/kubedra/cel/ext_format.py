@@ -1,0 +1,195 @@
+"""`"...".format([args])` of cel-go's ext.Strings (version 2, the one Kubernetes enables).
+
+cel-go formats through golang.org/x/text's en_US printer, and its quirks are the contract:
+`%f` groups thousands (`1,234.500000`) and takes its precision modulo 256; `%e` reads the
+precision as a width and prints `1.000000×10⁰³`; a precision too large for Go's format
+parser prints `%!(NOVERB)`. Nested values print as CEL literals (`[1.500000, "x"]`).
+Every result is sized before it is built (a precision or width of ten million would
+otherwise allocate before any cost check).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from kubedra.cel.errors import CelEvalError
+from kubedra.cel.runtime import guard_string
+from kubedra.cel.stdlib import format_double
+from kubedra.cel.values import CelType, UInt, type_name
+
+DEFAULT_PRECISION = 6
+# Go's fmt parses a width/precision digit by digit and gives up once the value so far
+# exceeds 1e6 before another digit, so 10,000,009 is the largest it accepts.
+_MAX_GO_PRECISION = 10_000_009
+_NOVERB = "%!(NOVERB)"
+_SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+_STRING_KINDS = (str, bytes, bool, type(None), CelType)
+
+
+def format_string(template: str, args: list[object]) -> str:
+    """Apply the %s %d %f %e %b %o %x %X clauses (and %%) of `template` to `args`."""
+    out: list[str] = []
+    size = 0
+    i = used = 0
+    while i < len(template):
+        ch = template[i]
+        i += 1
+        if ch != "%":
+            out.append(ch)
+            size += 1
+            continue
+        if template[i : i + 1] == "%":
+            out.append("%")
+            size += 1
+            i += 1
+            continue
+        precision, i = _precision(template, i)
+        if used >= len(args):
+            raise CelEvalError(f"index {used} out of range")
+        piece = _clause(template[i], precision, args[used])
+        size += len(piece)
+        guard_string(size, "format")
+        out.append(piece)
+        used += 1
+        i += 1
+    return "".join(out)
+
+
+def _precision(template: str, i: int) -> tuple[int | None, int]:
+    """Parse `.N` at `i`; returns (precision, index of the verb)."""
+    if template[i : i + 1] != ".":
+        if i >= len(template):
+            raise CelEvalError("unexpected end of string")
+        return None, i
+    j = i + 1
+    while j < len(template) and template[j].isascii() and template[j].isdigit():
+        j += 1
+    if j >= len(template):
+        raise _parse_error("error while parsing precision: could not find end of precision "
+                           "specifier")  # fmt: skip
+    digits = template[i + 1 : j]
+    if not digits:
+        raise _parse_error("error while parsing precision: error while converting precision "
+                           'to integer: strconv.Atoi: parsing "": invalid syntax')  # fmt: skip
+    if len(digits) > 12:  # far beyond any precision Go accepts; no need for the value
+        return _MAX_GO_PRECISION + 1, j
+    return int(digits), j
+
+
+def _parse_error(detail: str) -> CelEvalError:
+    return CelEvalError(f"could not parse formatting clause: {detail}")
+
+
+def _format_error(detail: str) -> CelEvalError:
+    return CelEvalError(f"error during formatting: {detail}")
+
+
+def _clause(verb: str, precision: int | None, value: object) -> str:
+    kind = type(value)
+    if verb == "s":
+        return _as_string(value)
+    if verb == "d":
+        if kind not in (int, UInt):
+            raise _format_error(f"decimal clause can only be used on integers, was given "
+                                f"{type_name(value)}")  # fmt: skip
+        return str(int(value))  # type: ignore[call-overload]
+    if verb in "fe":
+        if kind is not float:
+            what = "fixed-point clause" if verb == "f" else "scientific clause"
+            raise _format_error(f"{what} can only be used on doubles, was given "
+                                f"{type_name(value)}")  # fmt: skip
+        p = DEFAULT_PRECISION if precision is None else precision
+        if p > _MAX_GO_PRECISION:
+            return _NOVERB
+        assert isinstance(value, float)
+        return _fixed(value, p % 256) if verb == "f" else _scientific(value, p)
+    if verb in "boxX":
+        return _integral(verb, value)
+    raise _parse_error(f'unrecognized formatting clause "{verb}"')
+
+
+def _integral(verb: str, value: object) -> str:
+    kind = type(value)
+    if verb in "xX" and kind in (str, bytes):
+        data = value.encode() if isinstance(value, str) else value
+        assert isinstance(data, bytes)
+        return data.hex().upper() if verb == "X" else data.hex()
+    if kind is bool and verb == "b":
+        return "1" if value else "0"
+    if kind not in (int, UInt):
+        detail = {
+            "b": "only integers and bools can be formatted as binary",
+            "o": "octal clause can only be used on integers",
+        }.get(verb, "only integers, byte buffers, and strings can be formatted as hex")
+        raise _format_error(f"{detail}, was given {type_name(value)}")
+    return format(int(value), verb)  # type: ignore[call-overload]
+
+
+def _fixed(value: float, digits: int) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    guard_string(digits + 400, "format")  # the widest double is ~309 digits plus commas
+    return f"{value + 0.0:,.{digits}f}"  # + 0.0: no "-0.000000"
+
+
+def _scientific(value: float, width: int) -> str:
+    guard_string(width, "format")
+    if math.isnan(value):
+        body = "NaN"
+    elif math.isinf(value):
+        body = "∞" if value > 0 else "-∞"
+    else:
+        mantissa, exponent = f"{value:.6e}".split("e")
+        e = int(exponent)
+        body = f"{mantissa}×10" + f"{'-' if e < 0 else ''}{abs(e):02d}".translate(_SUPERSCRIPTS)
+    return body.rjust(width)
+
+
+def _as_string(value: object) -> str:
+    """`%s` of a top-level value."""
+    kind = type(value)
+    if kind is str:
+        return value  # type: ignore[return-value]
+    if kind is float:
+        return format_double(value)  # type: ignore[arg-type]
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        entries = sorted(f"{_literal(k)}:{_literal(v)}" for k, v in value.items())
+        return "{" + ", ".join(entries) + "}"
+    return _scalar(value)
+
+
+def _scalar(value: object) -> str:
+    kind = type(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if kind is bytes:
+        assert isinstance(value, bytes)
+        return value.decode("utf-8", "replace")
+    if kind is CelType:
+        return repr(value)
+    if kind in (int, UInt):
+        return str(int(value))  # type: ignore[call-overload]
+    raise _format_error(
+        "string clause can only be used on strings, bools, bytes, ints, doubles, maps, "
+        f"lists, types, durations, and timestamps, was given {type_name(value)}"
+    )
+
+
+def _literal(value: object) -> str:
+    """A value inside a list or map, printed as a CEL literal."""
+    kind = type(value)
+    if kind is str:
+        return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if kind is bytes:
+        return 'b"' + _scalar(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if kind is float:
+        assert isinstance(value, float)
+        return f"{value:.{DEFAULT_PRECISION}f}"
+    return _as_string(value)
