@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -116,3 +117,10 @@ def make_claim(
     from msgspec.structs import replace
 
     return store.update_status(replace(claim, status=ResourceClaimStatus(allocation=allocation)))
+
+
+def checkpoint_claims(plugin_dir: Path) -> dict[str, Any]:
+    """The prepared claims in a checkpoint file, read as plain JSON (what an operator sees)."""
+    envelope = json.loads((plugin_dir / "checkpoint.json").read_text())
+    assert envelope["kind"] == "KubedraDriverCheckpoint" and envelope["version"] == 2
+    return dict(envelope["data"]["preparedClaims"])

@@ -21,7 +21,7 @@ from kubedra.driver.prepare import DeviceState
 from kubedra.driver.publisher import list_slices, publish
 from kubedra.driver.server import PluginServer
 
-from .conftest import GPU, gpu_inventory, make_claim, make_node
+from .conftest import GPU, checkpoint_claims, gpu_inventory, make_claim, make_node
 
 NODE = "node-1"
 
@@ -48,6 +48,7 @@ class Agent:
         if self.server:
             self.server.stop()
             self.server = None
+            self.state.close()
 
 
 @pytest.fixture
@@ -112,8 +113,7 @@ def test_prepare_repeat_restart_unprepare(setup):
     assert spec["devices"][1]["containerEdits"]["deviceNodes"] == [
         {"path": "/dev/nvidia3", "type": "c", "major": 195, "minor": 3}
     ]
-    checkpoint = json.loads((agent.paths.plugin_dir / "checkpoint.json").read_text())
-    assert list(checkpoint["preparedClaims"]) == [uid]
+    assert list(checkpoint_claims(agent.paths.plugin_dir)) == [uid]
     assert agent.metrics.value("kubedra_driver_prepared_claims") == 1
 
     # the kubelet retries: same answer, nothing rewritten
@@ -133,9 +133,7 @@ def test_prepare_repeat_restart_unprepare(setup):
     gone = kubelet2.unprepare(ref)
     assert dict(gone.claims) == {uid: gone.claims[uid]} and gone.claims[uid].error == ""
     assert not spec_file.exists()
-    assert (
-        json.loads((agent.paths.plugin_dir / "checkpoint.json").read_text())["preparedClaims"] == {}
-    )
+    assert checkpoint_claims(agent.paths.plugin_dir) == {}
     assert agent.metrics.value("kubedra_driver_prepared_claims") == 0
     # unpreparing again (not prepared) is fine
     assert kubelet2.unprepare(ref).claims[uid].error == ""
@@ -195,9 +193,7 @@ def test_per_claim_errors_do_not_fail_others(setup):
     assert list(agent.cdi.glob("*.json")) == [
         agent.cdi / f"k8s.gpu.nvidia.com-claim_{good.metadata.uid}.json"
     ]
-    assert list(
-        json.loads((agent.paths.plugin_dir / "checkpoint.json").read_text())["preparedClaims"]
-    ) == [good.metadata.uid]
+    assert list(checkpoint_claims(agent.paths.plugin_dir)) == [good.metadata.uid]
     assert agent.metrics.value("kubedra_driver_claim_errors_total", operation="prepare") == 7
 
 
