@@ -16,50 +16,16 @@ from kubedra.api.resource import ResourceSlice
 from kubedra.driver import cleanup, run_driver
 from kubedra.driver.grpc_api import dra_v1beta1, dra_v1beta1_grpc
 from kubedra.driver.kubelet import KubeletClient, PluginPaths, RegistrationRejected, unix_target
-from kubedra.driver.metrics import DriverMetrics
-from kubedra.driver.prepare import DeviceState
-from kubedra.driver.publisher import list_slices, publish
-from kubedra.driver.server import PluginServer
+from kubedra.driver.publisher import list_slices
 
-from .conftest import GPU, checkpoint_claims, gpu_inventory, make_claim, make_node
-
-NODE = "node-1"
-
-
-class Agent:
-    """A driver process: DeviceState + PluginServer on <root>/plugins... (restartable)."""
-
-    def __init__(self, store, root: Path, cdi: Path) -> None:
-        self.store, self.root, self.cdi = store, root, cdi
-        self.paths = PluginPaths.for_driver(GPU, root)
-        self.server: PluginServer | None = None
-
-    def start(self) -> Agent:
-        self.metrics = DriverMetrics(GPU, NODE)
-        self.state = DeviceState(
-            self.store, GPU, NODE, self.paths.plugin_dir, self.cdi, self.metrics
-        )
-        self.state.set_devices(gpu_inventory(8).devices)
-        self.server = PluginServer(self.state, self.paths)
-        self.server.start()
-        return self
-
-    def stop(self) -> None:
-        if self.server:
-            self.server.stop()
-            self.server = None
-            self.state.close()
+from .conftest import GPU, NODE, checkpoint_claims, make_claim
 
 
 @pytest.fixture
-def setup(store, short_dir):
-    make_node(store, NODE)
-    publish(store, gpu_inventory(8), NODE)
-    agent = Agent(store, short_dir / "kubelet", short_dir / "cdi").start()
+def setup(store, agent):
     kubelet = KubeletClient(agent.paths.registration_socket, timeout=10)
     yield store, agent, kubelet
     kubelet.close()
-    agent.stop()
 
 
 def test_socket_layout_and_registration(setup):

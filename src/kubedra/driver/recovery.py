@@ -13,14 +13,16 @@ gets it rewritten.
 Recovery (the checkpoint is unreadable, fails its checksum, has an unknown version, belongs
 to another driver or node, is missing while specs exist, or is stale: older than a spec on
 disk): the file is set aside, one error line and a metric report it, and the claims are
-rebuilt from what is on disk. Each spec embeds its entry; a spec without a readable entry is
-taken from the last-good copy when that has the claim, and dropped otherwise. A last-good
-entry without a spec is kept and its spec rewritten: forgetting a claim the kubelet believes
-prepared breaks its containers' restarts, keeping one too many only leaks a file. Then every
-rebuilt entry is checked against the API (the Store): a claim that is gone, or exists with
-another UID, is stale and dropped, as NVIDIA's driver cleans its checkpoint; when the API
-cannot answer, the entry is kept. This check is the seam for the real-cluster driver (issue
-19), which can also compare the claim's allocation and reservation with this node.
+rebuilt from the CDI directory, the newest evidence there is (every commit is followed by its
+spec write or removal). Each spec embeds its entry; a spec without a readable one (written by
+kubedra 0.1, or damaged) takes the entry from the last-good copy when that has the claim, and
+is dropped otherwise. An entry of the last-good copy without a spec is marked not prepared:
+most likely it was unprepared after the copy was made, and if not, the kubelet's next prepare
+(idempotent, derived from the claim again) restores it. Then every rebuilt entry is checked
+against the API (the Store): a claim that is gone, or exists with another UID, is stale and
+dropped, as NVIDIA's driver cleans its checkpoint; when the API cannot answer, the entry is
+kept. This check is the seam for the real-cluster driver (issue 19), which can also compare
+the claim's allocation and reservation with this node.
 """
 
 from __future__ import annotations
@@ -133,12 +135,10 @@ def _rebuild(
             dropped.append(uid)  # nothing says which devices it held: the kubelet will retry
         else:
             claims[uid] = entry
-    for uid, entry in base_claims.items():
-        claims.setdefault(uid, entry)
     stale = [uid for uid, entry in claims.items() if _gone(store, entry)]
     for uid in stale:
         del claims[uid]
-    from_specs = len(claims.keys() & on_disk)
+    from_last_good = sum(uid not in embedded for uid in claims)
     generation = max([base.generation if base else 0, *(e.generation for e in embedded.values())])
     checkpoint.save(claims, generation + 1)
     metrics.checkpoint_recovered(problem.reason)
@@ -150,9 +150,9 @@ def _rebuild(
         problem=f"{checkpoint.path.name} {problem}",
         kept_as=kept_as,
         recovered=len(claims),
-        from_specs=from_specs,
-        from_last_good=len(claims) - from_specs,
-        dropped=dropped or None,
+        entries_from_last_good=from_last_good,
+        unrecoverable_specs=dropped or None,
+        not_prepared=sorted(base_claims.keys() - on_disk) or None,
         stale=stale or None,
     )
     return Snapshot(claims, generation + 1)
