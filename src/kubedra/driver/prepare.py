@@ -159,6 +159,7 @@ class DeviceState:
 
     def _new_entry(self, ref: ClaimRef) -> PreparedClaim:
         """The checkpoint entry of a claim not yet prepared, its CDI spec included."""
+        self.files.spec_path(ref.uid)  # refuses a planted link before anything is committed
         claim = self._get_claim(ref)
         allocation = claim.status.allocation if claim.status else None
         if allocation is None:
