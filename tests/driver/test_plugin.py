@@ -312,3 +312,23 @@ def test_run_driver_bad_inputs(store, short_dir):
         run_driver(store, GPU, "n", "simulated", "nope", short_dir, short_dir, None, stop)
     with pytest.raises(ValueError, match="unknown backend"):
         run_driver(store, GPU, "n", "cuda", None, short_dir, short_dir, None, stop)
+
+
+def test_cleanup_removes_temporaries_but_not_other_producers_files(store, agent, short_dir):
+    claim = make_claim(store, "c", [("gpu", NODE, "gpu-0")])
+    with KubeletClient(agent.paths.registration_socket, timeout=10) as kubelet:
+        kubelet.register()
+        assert (
+            kubelet.prepare([("default", claim.metadata.uid, "c")]).claims[claim.metadata.uid].error
+            == ""
+        )
+    agent.stop()
+    ours = agent.cdi / f".k8s.gpu.nvidia.com-claim_{claim.metadata.uid}.json.q1w2.tmp"
+    ours.write_text("{")
+    theirs = [agent.cdi / "spec.4711.tmp", agent.cdi / "k8s.other.example.com-claim_x.json"]
+    for path in theirs:
+        path.write_text("{}")
+    (agent.paths.plugin_dir / ".checkpoint.json.a1b2.tmp").write_text("{")
+    cleanup(store, GPU, NODE, agent.root, agent.cdi)
+    assert sorted(agent.cdi.iterdir()) == sorted(theirs)
+    assert not agent.paths.plugin_dir.exists()

@@ -139,7 +139,7 @@ def remove_temporaries(directory: Path, prefix: str) -> int:
     return removed
 
 
-class Busy(RuntimeError):
+class Busy(OSError):
     """Another process holds the driver's lock (a second instance on the same directories)."""
 
 
