@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean driver-kills
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/python -m pytest
+
+# kill -9 the node driver 100 times during prepares/unprepares (make test runs 6)
+driver-kills: $(STAMP)
+	KUBEDRA_DRIVER_KILLS=100 $(BIN)/python -m pytest tests/driver/test_kill.py
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

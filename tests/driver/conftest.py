@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -29,9 +31,16 @@ from kubedra.api.resource import (
 )
 from kubedra.catalog.inventory import DriverInventory
 from kubedra.cluster.sqlite import SqliteStore
+from kubedra.driver.kubelet import PluginPaths
+from kubedra.driver.logs import LOGGER_NAME
+from kubedra.driver.metrics import DriverMetrics
+from kubedra.driver.prepare import DeviceState
+from kubedra.driver.publisher import publish
+from kubedra.driver.server import PluginServer
 
 DATA = Path(__file__).parent / "data"
 GPU = "gpu.nvidia.com"
+NODE = "node-1"
 
 
 @pytest.fixture
@@ -116,3 +125,66 @@ def make_claim(
     from msgspec.structs import replace
 
     return store.update_status(replace(claim, status=ResourceClaimStatus(allocation=allocation)))
+
+
+def checkpoint_claims(plugin_dir: Path) -> dict[str, Any]:
+    """The prepared claims in a checkpoint file, read as plain JSON (what an operator sees)."""
+    envelope = json.loads((plugin_dir / "checkpoint.json").read_text())
+    assert envelope["kind"] == "KubedraDriverCheckpoint" and envelope["version"] == 2
+    return dict(envelope["data"]["preparedClaims"])
+
+
+class Agent:
+    """A driver process: DeviceState + PluginServer on <root>/plugins... (restartable)."""
+
+    def __init__(self, store: SqliteStore, root: Path, cdi: Path) -> None:
+        self.store, self.root, self.cdi = store, root, cdi
+        self.paths = PluginPaths.for_driver(GPU, root)
+        self.server: PluginServer | None = None
+
+    def start(self) -> Agent:
+        self.metrics = DriverMetrics(GPU, NODE)
+        self.state = DeviceState(
+            self.store, GPU, NODE, self.paths.plugin_dir, self.cdi, self.metrics, lock_timeout=5
+        )
+        self.state.set_devices(gpu_inventory(8).devices)
+        self.server = PluginServer(self.state, self.paths)
+        self.server.start()
+        return self
+
+    def stop(self) -> None:
+        if self.server:
+            self.server.stop()
+            self.server = None
+            self.state.close()
+
+
+@pytest.fixture
+def agent(store: SqliteStore, short_dir: Path) -> Iterator[Agent]:
+    """A started agent on node-1 with 8 published GPUs (not yet registered)."""
+    make_node(store, NODE)
+    publish(store, gpu_inventory(8), NODE)
+    agent = Agent(store, short_dir / "kubelet", short_dir / "cdi").start()
+    yield agent
+    agent.stop()
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def driver_log() -> Iterator[list[logging.LogRecord]]:
+    """The driver's log records (whatever handlers and propagation are configured)."""
+    handler, logger = _Records(), logging.getLogger(LOGGER_NAME)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    yield handler.records
+    logger.removeHandler(handler)
+    logger.setLevel(level)

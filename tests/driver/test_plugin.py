@@ -16,49 +16,16 @@ from kubedra.api.resource import ResourceSlice
 from kubedra.driver import cleanup, run_driver
 from kubedra.driver.grpc_api import dra_v1beta1, dra_v1beta1_grpc
 from kubedra.driver.kubelet import KubeletClient, PluginPaths, RegistrationRejected, unix_target
-from kubedra.driver.metrics import DriverMetrics
-from kubedra.driver.prepare import DeviceState
-from kubedra.driver.publisher import list_slices, publish
-from kubedra.driver.server import PluginServer
+from kubedra.driver.publisher import list_slices
 
-from .conftest import GPU, gpu_inventory, make_claim, make_node
-
-NODE = "node-1"
-
-
-class Agent:
-    """A driver process: DeviceState + PluginServer on <root>/plugins... (restartable)."""
-
-    def __init__(self, store, root: Path, cdi: Path) -> None:
-        self.store, self.root, self.cdi = store, root, cdi
-        self.paths = PluginPaths.for_driver(GPU, root)
-        self.server: PluginServer | None = None
-
-    def start(self) -> Agent:
-        self.metrics = DriverMetrics(GPU, NODE)
-        self.state = DeviceState(
-            self.store, GPU, NODE, self.paths.plugin_dir, self.cdi, self.metrics
-        )
-        self.state.set_devices(gpu_inventory(8).devices)
-        self.server = PluginServer(self.state, self.paths)
-        self.server.start()
-        return self
-
-    def stop(self) -> None:
-        if self.server:
-            self.server.stop()
-            self.server = None
+from .conftest import GPU, NODE, checkpoint_claims, make_claim
 
 
 @pytest.fixture
-def setup(store, short_dir):
-    make_node(store, NODE)
-    publish(store, gpu_inventory(8), NODE)
-    agent = Agent(store, short_dir / "kubelet", short_dir / "cdi").start()
+def setup(store, agent):
     kubelet = KubeletClient(agent.paths.registration_socket, timeout=10)
     yield store, agent, kubelet
     kubelet.close()
-    agent.stop()
 
 
 def test_socket_layout_and_registration(setup):
@@ -112,8 +79,7 @@ def test_prepare_repeat_restart_unprepare(setup):
     assert spec["devices"][1]["containerEdits"]["deviceNodes"] == [
         {"path": "/dev/nvidia3", "type": "c", "major": 195, "minor": 3}
     ]
-    checkpoint = json.loads((agent.paths.plugin_dir / "checkpoint.json").read_text())
-    assert list(checkpoint["preparedClaims"]) == [uid]
+    assert list(checkpoint_claims(agent.paths.plugin_dir)) == [uid]
     assert agent.metrics.value("kubedra_driver_prepared_claims") == 1
 
     # the kubelet retries: same answer, nothing rewritten
@@ -133,9 +99,7 @@ def test_prepare_repeat_restart_unprepare(setup):
     gone = kubelet2.unprepare(ref)
     assert dict(gone.claims) == {uid: gone.claims[uid]} and gone.claims[uid].error == ""
     assert not spec_file.exists()
-    assert (
-        json.loads((agent.paths.plugin_dir / "checkpoint.json").read_text())["preparedClaims"] == {}
-    )
+    assert checkpoint_claims(agent.paths.plugin_dir) == {}
     assert agent.metrics.value("kubedra_driver_prepared_claims") == 0
     # unpreparing again (not prepared) is fine
     assert kubelet2.unprepare(ref).claims[uid].error == ""
@@ -195,9 +159,7 @@ def test_per_claim_errors_do_not_fail_others(setup):
     assert list(agent.cdi.glob("*.json")) == [
         agent.cdi / f"k8s.gpu.nvidia.com-claim_{good.metadata.uid}.json"
     ]
-    assert list(
-        json.loads((agent.paths.plugin_dir / "checkpoint.json").read_text())["preparedClaims"]
-    ) == [good.metadata.uid]
+    assert list(checkpoint_claims(agent.paths.plugin_dir)) == [good.metadata.uid]
     assert agent.metrics.value("kubedra_driver_claim_errors_total", operation="prepare") == 7
 
 
@@ -350,3 +312,23 @@ def test_run_driver_bad_inputs(store, short_dir):
         run_driver(store, GPU, "n", "simulated", "nope", short_dir, short_dir, None, stop)
     with pytest.raises(ValueError, match="unknown backend"):
         run_driver(store, GPU, "n", "cuda", None, short_dir, short_dir, None, stop)
+
+
+def test_cleanup_removes_temporaries_but_not_other_producers_files(store, agent, short_dir):
+    claim = make_claim(store, "c", [("gpu", NODE, "gpu-0")])
+    with KubeletClient(agent.paths.registration_socket, timeout=10) as kubelet:
+        kubelet.register()
+        assert (
+            kubelet.prepare([("default", claim.metadata.uid, "c")]).claims[claim.metadata.uid].error
+            == ""
+        )
+    agent.stop()
+    ours = agent.cdi / f".k8s.gpu.nvidia.com-claim_{claim.metadata.uid}.json.q1w2.tmp"
+    ours.write_text("{")
+    theirs = [agent.cdi / "spec.4711.tmp", agent.cdi / "k8s.other.example.com-claim_x.json"]
+    for path in theirs:
+        path.write_text("{}")
+    (agent.paths.plugin_dir / ".checkpoint.json.a1b2.tmp").write_text("{")
+    cleanup(store, GPU, NODE, agent.root, agent.cdi)
+    assert sorted(agent.cdi.iterdir()) == sorted(theirs)
+    assert not agent.paths.plugin_dir.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 from collections.abc import Callable
@@ -53,6 +54,13 @@ def driver() -> None:
     "--profile", help="Catalog profile for --backend simulated (kubedra cluster profiles)."
 )
 @click.option("--metrics-port", type=int, help="Serve Prometheus metrics on this port.")
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Structured logs on stderr: key=value lines, or JSON lines for log shippers.",
+)
 @_with_dirs
 @click.pass_obj
 @fails_cleanly
@@ -63,6 +71,7 @@ def run(
     backend: str,
     profile: str | None,
     metrics_port: int | None,
+    log_format: str,
     plugin_root: str,
     plugin_dir: Path | None,
     registry_dir: Path | None,
@@ -70,7 +79,10 @@ def run(
 ) -> None:
     """Publish the node's devices and serve the kubelet plugin until SIGINT/SIGTERM."""
     from kubedra.driver import DEFAULT_CDI_DIR, run_driver
+    from kubedra.driver.logs import configure_logging
 
+    # a node agent logs its events (prepares, recoveries) by default; -v adds debug output
+    configure_logging(logging.DEBUG if settings.verbosity else logging.INFO, log_format == "json")
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -3,7 +3,10 @@
 - `backends`: inventories from real GPUs (`nvml`) or a catalog profile (`simulated`);
 - `publisher`: the node's pool as ResourceSlices in the Store;
 - `server` / `kubelet`: the kubelet's registration and DRA gRPC services on unix sockets;
-- `prepare`, `config`, `cdi`, `checkpoint`: NodePrepareResources / NodeUnprepareResources;
+- `prepare`, `config`, `cdi`: NodePrepareResources / NodeUnprepareResources;
+- `checkpoint`, `claimfiles`, `recovery`: the prepared claims on disk (commit record, CDI
+  specs and host dirs derived from it, the start-up reconcile); `files`: the only way the
+  driver touches the filesystem (modes, atomic writes, containment);
 - `metrics`, `logs`: Prometheus metrics and structured logs;
 - `run`: `run_driver` and `cleanup`, what the CLI calls.
 """

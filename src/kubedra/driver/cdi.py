@@ -19,7 +19,6 @@ Container edits per driver:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -27,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from kubedra.api.resource import Device
-from kubedra.driver.checkpoint import atomic_write
 
 CDI_VERSION = "0.6.0"
 CDI_CLASS = "claim"
@@ -44,8 +42,12 @@ def kind(driver: str) -> str:
     return f"{vendor(driver)}/{CDI_CLASS}"
 
 
+def spec_file_prefix(driver: str) -> str:
+    return f"{vendor(driver)}-{CDI_CLASS}_"
+
+
 def spec_file_name(driver: str, claim_uid: str) -> str:
-    return f"{vendor(driver)}-{CDI_CLASS}_{claim_uid}.json"
+    return f"{spec_file_prefix(driver)}{claim_uid}.json"
 
 
 def qualified_name(driver: str, device_name: str) -> str:
@@ -78,13 +80,16 @@ def _env_name(device_name: str) -> str:
 
 
 def build_spec(
-    driver: str, claim_uid: str, devices: list[AllocatedDevice], host_dir: Path | None = None
-) -> tuple[dict[str, Any], list[str], list[Path]]:
-    """The CDI spec of one claim, the CDI id of each device (same order), host dirs to create."""
+    driver: str,
+    claim_uid: str,
+    devices: list[AllocatedDevice],
+    mps_dir: Path | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """The CDI spec of one claim and the CDI id of each device (same order). `mps_dir` is the
+    claim's host directory for MPS (its `pipe` and `shm` are mounted into the containers)."""
     spec_edits: dict[str, Any] = {"env": [f"DRA_RESOURCE_DRIVER_NAME={driver}"]}
     cdi_devices: list[dict[str, Any]] = []
     annotations: dict[str, str] = {"kubedra.io/claim-uid": claim_uid}
-    host_dirs: list[Path] = []
     ids: list[str] = []
     if driver == "gpu.nvidia.com":
         uuids = [u for u in (d.attribute("uuid") for d in devices) if isinstance(u, str)]
@@ -104,10 +109,8 @@ def build_spec(
         spec_edits["env"].append(f"TPU_VISIBLE_CHIPS={','.join(chips)}")
         spec_edits["deviceNodes"] = [{"path": "/dev/vfio/vfio"}]
     mps = [d for d in devices if d.sharing.get("strategy") == "MPS"]
-    if mps and host_dir is not None:
-        claim_dir = host_dir / "mps" / claim_uid
-        pipe, shm = claim_dir / "pipe", claim_dir / "shm"
-        host_dirs.append(claim_dir)
+    if mps and mps_dir is not None:
+        pipe, shm = mps_dir / "pipe", mps_dir / "shm"
         spec_edits["env"].append(f"CUDA_MPS_PIPE_DIRECTORY={MPS_PIPE_DIR}")
         sharing = mps[0].sharing
         if "activeThreadPercentage" in sharing:
@@ -163,30 +166,4 @@ def build_spec(
         "containerEdits": spec_edits,
         "devices": cdi_devices,
     }
-    return spec, ids, host_dirs
-
-
-class CdiWriter:
-    def __init__(self, cdi_dir: Path, driver: str) -> None:
-        self.cdi_dir, self.driver = cdi_dir, driver
-
-    def path(self, claim_uid: str) -> Path:
-        return self.cdi_dir / spec_file_name(self.driver, claim_uid)
-
-    def write(self, claim_uid: str, spec: dict[str, Any]) -> Path:
-        path = self.path(claim_uid)
-        atomic_write(path, (json.dumps(spec, indent=2) + "\n").encode(), mode=0o644)
-        return path
-
-    def remove(self, claim_uid: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.path(claim_uid).unlink()
-
-    def remove_all(self) -> int:
-        """Every spec of this driver (uninstall)."""
-        removed = 0
-        for path in self.cdi_dir.glob(f"{vendor(self.driver)}-{CDI_CLASS}_*.json"):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-                removed += 1
-        return removed
+    return spec, ids

@@ -1,23 +1,44 @@
 """The node agent's checkpoint: which claims are prepared, with the answer given to the kubelet.
 
-Unprepare may come from another process than the prepare (restart, rolling update), and the
-kubelet retries prepare after a restart; both are answered from this file. Writes are atomic
-(temp file in the same directory, fsync, rename, fsync of the directory), so a crash leaves the
-old or the new checkpoint, never a torn one. Reading is lenient (unknown fields ignored), so a
-newer agent's file still loads.
+It is the commit record of prepare and unprepare: a claim is prepared exactly when its entry
+is in the checkpoint; CDI specs and host directories are derived from the entries (see
+`recovery`). Unprepare may come from another process than the prepare (restart, rolling
+update), and the kubelet retries prepare after a restart; both are answered from this file.
+
+Integrity, as the kubelet's checkpoint manager and NVIDIA's driver do it: the file carries a
+checksum of its payload, so a damaged file is detected instead of trusted. Here it is a
+SHA-256 of the payload's exact bytes, kept apart from the payload so that a newer agent's
+unknown fields are still covered. Every save also bumps a generation, which each CDI spec
+records, so a checkpoint older than the specs on disk (a restored copy) is recognised as stale.
+Before a save replaces the file, the previous one (valid: it was loaded or written by this
+agent) is kept as `checkpoint.last-good.json`; an unusable file is set aside as
+`checkpoint.damaged.json` for inspection and never overwritten in place.
+
+Reading is lenient about unknown fields (a newer agent's file still loads) and strict about
+everything that reaches a path or a response: UIDs, names and namespaces are validated.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
-import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-CHECKPOINT_VERSION = 1
+from kubedra.api.validation import names
+from kubedra.driver import files
+
+CHECKPOINT_KIND = "KubedraDriverCheckpoint"
+CHECKPOINT_VERSION = 2
+LEGACY_VERSION = 1  # kubedra 0.1: no checksum, no generation
+MAX_CHECKPOINT_BYTES = 64 << 20
+FILE_NAME = "checkpoint.json"
+LAST_GOOD_NAME = "checkpoint.last-good.json"
+DAMAGED_NAME = "checkpoint.damaged.json"
 
 
 class PreparedDevice(msgspec.Struct, kw_only=True, rename="camel"):
@@ -33,64 +54,180 @@ class PreparedClaim(msgspec.Struct, kw_only=True, rename="camel"):
     namespace: str
     name: str
     devices: list[PreparedDevice]
-    cdi_spec_file: str = ""
     cdi_spec: dict[str, Any] = msgspec.field(default_factory=dict)
     sharing: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)  # device -> config
-    host_dirs: list[str] = msgspec.field(default_factory=list)
     prepared_at: str = ""
+    generation: int = 0  # the checkpoint generation that committed this entry
 
 
-class CheckpointFile(msgspec.Struct, kw_only=True, rename="camel"):
-    kind: str = "KubedraDriverCheckpoint"
-    version: int = CHECKPOINT_VERSION
+class _Payload(msgspec.Struct, kw_only=True, rename="camel"):
+    driver: str
+    node: str
+    generation: int
+    prepared_claims: dict[str, PreparedClaim] = msgspec.field(default_factory=dict)
+
+
+class _Envelope(msgspec.Struct, kw_only=True):
+    kind: str
+    version: int
+    checksum: str
+    data: msgspec.Raw
+
+
+class _Header(msgspec.Struct):
+    kind: str = ""
+    version: Any = None
+
+
+class _LegacyFile(msgspec.Struct, kw_only=True, rename="camel"):
     driver: str = ""
     node: str = ""
     prepared_claims: dict[str, PreparedClaim] = msgspec.field(default_factory=dict)
 
 
 class CheckpointError(RuntimeError):
-    pass
+    """The checkpoint exists but cannot be trusted; the message says why (for the log line)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason  # a short label for the recovery metric
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    claims: dict[str, PreparedClaim] = field(default_factory=dict)
+    generation: int = 0
+
+
+def checksum(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def claim_problem(uid: str, namespace: str, name: str) -> str | None:
+    """Why a claim reference is not one the API server could have made (None: it is valid).
+    Checked before any path is built from it; lengths first, so no long input is scanned."""
+    checks = (
+        ("uid", uid, 36, names.object_uid),
+        ("namespace", namespace, 63, names.dns_label),
+        ("name", name, 253, names.dns_subdomain),
+    )
+    for what, value, longest, check in checks:
+        detail = f"must be at most {longest} characters" if len(value) > longest else check(value)
+        if detail:
+            shown = value if len(value) <= 80 else value[:80] + "..."
+            return f"claim {what} {shown!r}: {detail}"
+    return None
+
+
+def entry_problem(key: str, claim: PreparedClaim) -> str | None:
+    """Why a decoded entry cannot be used (None: it can)."""
+    if key != claim.uid:
+        return f"entry {key!r} holds claim uid {claim.uid!r}"
+    return claim_problem(claim.uid, claim.namespace, claim.name)
 
 
 class Checkpoint:
-    def __init__(self, path: Path, driver: str, node: str) -> None:
-        self.path, self.driver, self.node = path, driver, node
+    def __init__(self, directory: Path, driver: str, node: str) -> None:
+        self.directory, self.driver, self.node = directory, driver, node
+        self.path = files.child(directory, FILE_NAME)
+        self.last_good = files.child(directory, LAST_GOOD_NAME)
+        self.damaged = files.child(directory, DAMAGED_NAME)
 
-    def load(self) -> dict[str, PreparedClaim]:
-        if not self.path.exists():
-            return {}
+    def read(self) -> Snapshot | None:
+        """The checkpoint, None when there is none; CheckpointError when it is unusable."""
+        return self._read(self.path)
+
+    def read_last_good(self) -> Snapshot | None:
+        """The copy kept before the last save, None when it is missing or unusable too."""
         try:
-            data = msgspec.json.decode(self.path.read_bytes(), type=CheckpointFile)
+            return self._read(self.last_good)
+        except CheckpointError:
+            return None
+
+    def _read(self, path: Path) -> Snapshot | None:
+        try:
+            raw = files.read_bounded(path, MAX_CHECKPOINT_BYTES)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as err:
+            raise CheckpointError("unreadable", f"cannot be read: {err}") from None
+        try:
+            header = msgspec.json.decode(raw, type=_Header)
         except (msgspec.DecodeError, msgspec.ValidationError) as err:
-            raise CheckpointError(f"checkpoint {self.path} is unreadable: {err}") from None
-        if data.driver and data.driver != self.driver:
+            raise CheckpointError("unreadable", f"is truncated or not JSON: {err}") from None
+        if header.kind != CHECKPOINT_KIND:
             raise CheckpointError(
-                f"checkpoint {self.path} belongs to driver {data.driver!r}, not {self.driver!r}"
+                "unreadable", f"is not a {CHECKPOINT_KIND} (kind {header.kind!r})"
             )
-        return dict(data.prepared_claims)
+        if header.version == LEGACY_VERSION and type(header.version) is int:
+            return self._validated(self._decode(raw, _LegacyFile), 0)
+        if header.version != CHECKPOINT_VERSION or type(header.version) is not int:
+            raise CheckpointError(
+                "version",
+                f"has version {header.version!r}; this driver reads versions "
+                f"{LEGACY_VERSION} and {CHECKPOINT_VERSION}",
+            )
+        envelope = self._decode(raw, _Envelope)
+        actual = checksum(bytes(envelope.data))
+        if envelope.checksum != actual:
+            raise CheckpointError(
+                "checksum", f"fails its checksum (recorded {envelope.checksum!r}, content {actual})"
+            )
+        payload = self._decode(bytes(envelope.data), _Payload)
+        return self._validated(payload, payload.generation)
 
-    def save(self, claims: dict[str, PreparedClaim]) -> None:
-        data = CheckpointFile(driver=self.driver, node=self.node, prepared_claims=claims)
-        atomic_write(self.path, msgspec.json.format(msgspec.json.encode(data), indent=2) + b"\n")
+    @staticmethod
+    def _decode(raw: bytes, type_: type[Any]) -> Any:
+        try:
+            return msgspec.json.decode(raw, type=type_)
+        except (msgspec.DecodeError, msgspec.ValidationError) as err:
+            raise CheckpointError("unreadable", f"is truncated or malformed: {err}") from None
 
+    def _validated(self, payload: _Payload | _LegacyFile, generation: int) -> Snapshot:
+        if (payload.driver, payload.node) != (self.driver, self.node) and payload.driver:
+            raise CheckpointError(
+                "foreign",
+                f"belongs to driver {payload.driver!r} on node {payload.node!r}, "
+                f"not {self.driver!r} on {self.node!r}",
+            )
+        for key, claim in payload.prepared_claims.items():
+            problem = entry_problem(key, claim)
+            if problem:
+                raise CheckpointError("invalid", f"has an invalid entry: {problem}")
+        return Snapshot(dict(payload.prepared_claims), generation)
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Replace `path` with `data` all at once (temp file + fsync + rename + directory fsync)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
+    def save(self, claims: dict[str, PreparedClaim], generation: int) -> None:
+        """Write `claims` as `generation`, keeping the file it replaces as the last-good copy."""
+        payload = _Payload(
+            driver=self.driver, node=self.node, generation=generation, prepared_claims=claims
+        )
+        data = msgspec.json.format(msgspec.json.encode(payload), indent=2)
+        envelope = _Envelope(
+            kind=CHECKPOINT_KIND,
+            version=CHECKPOINT_VERSION,
+            checksum=checksum(data),
+            data=msgspec.Raw(data),
+        )
+        self._keep_last_good()
+        files.atomic_write(self.path, msgspec.json.encode(envelope) + b"\n", files.CHECKPOINT_MODE)
+
+    def _keep_last_good(self) -> None:
+        """Hard-link the current file to a temporary, then rename it over the last-good copy:
+        both names always hold a complete file, whatever the moment of a crash."""
+        tmp = files.child(self.directory, f".{LAST_GOOD_NAME}.link{files.TEMP_SUFFIX}")
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+            tmp.unlink()
+        try:
+            os.link(self.path, tmp)
+        except FileNotFoundError:
+            return  # first save, or the damaged file was set aside
+        os.replace(tmp, self.last_good)
+
+    def set_aside(self) -> Path:
+        """Move an unusable checkpoint out of the way (kept for inspection, not trusted)."""
+        os.replace(self.path, self.damaged)
+        files.fsync_dir(self.directory)
+        return self.damaged
+
+    def remove_temporaries(self) -> int:
+        return files.remove_temporaries(self.directory, "checkpoint.")

@@ -17,6 +17,7 @@ from typing import Any
 
 import grpc
 
+from kubedra.api.validation import names
 from kubedra.driver.grpc_api import (
     dra_v1,
     dra_v1_grpc,
@@ -47,6 +48,9 @@ class PluginPaths:
         plugin_dir: Path | None = None,
         registry_dir: Path | None = None,
     ) -> PluginPaths:
+        detail = names.driver_name(driver)
+        if detail:  # the name becomes a file name: it must not be able to leave the directory
+            raise ValueError(f"driver name {driver[:80]!r}: {detail}")
         plugin_dir = plugin_dir or root / "plugins" / driver
         registry_dir = registry_dir or root / "plugins_registry"
         paths = cls(registry_dir / f"{driver}-reg.sock", plugin_dir / "dra.sock", plugin_dir)

@@ -55,6 +55,21 @@ class DriverMetrics:
             labels,
             registry=self.registry,
         )
+        self._recoveries = Counter(
+            "kubedra_driver_checkpoint_recoveries",
+            "Starts that found the checkpoint unusable (reason: unreadable, checksum, version, "
+            "foreign, invalid, missing, stale) and rebuilt the prepared claims from disk.",
+            (*labels, "reason"),
+            registry=self.registry,
+        )
+        self._reconciled = Counter(
+            "kubedra_driver_reconcile_actions",
+            "Files changed at start so that the checkpoint and the CDI directory agree "
+            "(action: temporaries_removed, orphan_specs_removed, specs_written, "
+            "host_dirs_removed).",
+            (*labels, "action"),
+            registry=self.registry,
+        )
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -62,6 +77,12 @@ class DriverMetrics:
         self._claim_seconds.labels(self.driver, self.node, operation).observe(seconds)
         if failed:
             self._claim_errors.labels(self.driver, self.node, operation).inc()
+
+    def checkpoint_recovered(self, reason: str) -> None:
+        self._recoveries.labels(self.driver, self.node, reason).inc()
+
+    def reconciled(self, action: str, count: int) -> None:
+        self._reconciled.labels(self.driver, self.node, action).inc(count)
 
     def set_prepared(self, count: int) -> None:
         self._prepared.labels(self.driver, self.node).set(count)

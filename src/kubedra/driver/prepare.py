@@ -1,36 +1,44 @@
 """NodePrepareResources / NodeUnprepareResources, independent of the gRPC version.
 
-Per claim (drivers.md §5.2): GET the ResourceClaim by namespace/name, require the same UID
-("claim got replaced" otherwise) and a `status.allocation`; take the results of this driver,
-which must all be in this node's pool and name published devices; apply this driver's opaque
-config (`kubedra.driver.config`); write the claim's CDI spec; checkpoint; answer with the CDI
-ids per device. Already prepared claims are answered from the checkpoint (the kubelet retries,
-also across restarts of either side). Unprepare removes the CDI spec, per-claim host dirs and
-the checkpoint entry; a claim that is not prepared is not an error. One claim's failure never
-fails the others: every claim of the call gets its own entry.
+Per claim (drivers.md §5.2): check the reference the kubelet sent (UID, namespace and name in
+the formats the API server makes; anything else gets a per-claim error before any path is
+built); GET the ResourceClaim by namespace/name, require the same UID ("claim got replaced"
+otherwise) and a `status.allocation`; take the results of this driver, which must all be in
+this node's pool and name published devices; apply this driver's opaque config
+(`kubedra.driver.config`); commit the entry to the checkpoint, then write the claim's CDI
+spec; answer with the CDI ids per device. Already prepared claims are answered from the
+checkpoint (the kubelet retries, also across restarts of either side). Unprepare commits the
+removal, then deletes the CDI spec and host dirs; a claim that is not prepared is not an
+error. One claim's failure never fails the others: every claim of the call gets its own entry.
+The commit-first order is what makes a kill -9 at any point recoverable (`recovery`).
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from kubedra.api.resource import Device, ResourceClaim
 from kubedra.cluster.sqlite import now_rfc3339
 from kubedra.cluster.store import Store
-from kubedra.driver.cdi import AllocatedDevice, CdiWriter, build_spec
-from kubedra.driver.checkpoint import Checkpoint, PreparedClaim, PreparedDevice
+from kubedra.driver import files
+from kubedra.driver.cdi import AllocatedDevice, build_spec
+from kubedra.driver.checkpoint import Checkpoint, PreparedClaim, PreparedDevice, claim_problem
+from kubedra.driver.claimfiles import ClaimFiles, embed, uses_mps
 from kubedra.driver.config import ConfigError, config_for, describe
 from kubedra.driver.logs import get_logger, log_event
 from kubedra.driver.metrics import DriverMetrics
+from kubedra.driver.recovery import recover
 from kubedra.errors import NotFound
 
 log = get_logger("prepare")
+LOCK_NAME = "driver.lock"
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,10 @@ class PrepareError(Exception):
 
 
 class DeviceState:
-    """Prepared claims of one driver on one node, backed by the checkpoint file."""
+    """Prepared claims of one driver on one node, backed by the checkpoint file.
+
+    Holds the plugin directory's lock for its lifetime (`close` releases it), so a second
+    instance on the same node waits instead of overwriting this one's checkpoint."""
 
     def __init__(
         self,
@@ -61,18 +72,30 @@ class DeviceState:
         plugin_dir: Path,
         cdi_dir: Path,
         metrics: DriverMetrics | None = None,
+        *,
+        lock_timeout: float = 60.0,
     ) -> None:
         self.store, self.driver, self.node = store, driver, node
-        self.plugin_dir = plugin_dir
-        self.cdi = CdiWriter(cdi_dir, driver)
-        self.checkpoint = Checkpoint(plugin_dir / "checkpoint.json", driver, node)
+        self.plugin_dir = files.ensure_dir(plugin_dir, files.PLUGIN_DIR_MODE)
         self.metrics = metrics or DriverMetrics(driver, node)
         self._lock = threading.Lock()
         self._devices: dict[str, Device] = {}
-        self._prepared = self.checkpoint.load()
+        self._lock_file = files.hold_lock(files.child(plugin_dir, LOCK_NAME), lock_timeout)
+        try:
+            self.files = ClaimFiles(plugin_dir, cdi_dir, driver)
+            self.checkpoint = Checkpoint(plugin_dir, driver, node)
+            snapshot = recover(self.checkpoint, self.files, store, self.metrics)
+        except BaseException:
+            self.close()
+            raise
+        self._prepared, self._generation = dict(snapshot.claims), snapshot.generation
         self.metrics.set_prepared(len(self._prepared))
         if self._prepared:
             log_event(log, "checkpoint loaded", prepared=len(self._prepared))
+
+    def close(self) -> None:
+        """Release the plugin directory (another instance may take over)."""
+        self._lock_file.close()
 
     def set_devices(self, devices: Iterable[Device]) -> None:
         """The devices currently published for this node (what prepare can hand out)."""
@@ -83,6 +106,12 @@ class DeviceState:
     def prepared(self) -> Mapping[str, PreparedClaim]:
         return dict(self._prepared)
 
+    def _commit(self, claims: dict[str, PreparedClaim]) -> None:
+        """Save `claims` as the next generation; memory follows only a successful save."""
+        generation = self._generation + 1
+        self.checkpoint.save(claims, generation)
+        self._prepared, self._generation = claims, generation
+
     # --- prepare ----------------------------------------------------------------------
 
     def prepare(self, claims: Iterable[ClaimRef]) -> dict[str, PrepareResult]:
@@ -92,7 +121,7 @@ class DeviceState:
                 start = time.perf_counter()
                 try:
                     results[ref.uid] = PrepareResult(devices=self._prepare_one(ref))
-                except PrepareError as err:
+                except (PrepareError, files.UnsafePath) as err:
                     results[ref.uid] = PrepareResult(error=str(err))
                 except Exception as err:  # never let one claim fail the call
                     log.exception("prepare failed unexpectedly")
@@ -103,8 +132,8 @@ class DeviceState:
                     log,
                     "claim prepare failed" if failed else "claim prepared",
                     logging.WARNING if failed else logging.INFO,
-                    claim=f"{ref.namespace}/{ref.name}",
-                    uid=ref.uid,
+                    claim=f"{ref.namespace[:63]}/{ref.name[:253]}",
+                    uid=ref.uid[:36],
                     devices=[d.device_name for d in results[ref.uid].devices],
                     error=results[ref.uid].error or None,
                 )
@@ -112,11 +141,25 @@ class DeviceState:
         return results
 
     def _prepare_one(self, ref: ClaimRef) -> list[PreparedDevice]:
+        problem = claim_problem(ref.uid, ref.namespace, ref.name)
+        if problem:
+            raise PrepareError(f"invalid claim reference: {problem}")
         done = self._prepared.get(ref.uid)
         if done is not None:
-            if done.cdi_spec and not self.cdi.path(ref.uid).exists():
-                self.cdi.write(ref.uid, done.cdi_spec)  # e.g. /var/run/cdi is a tmpfs: reboot
+            self.files.materialize(done)  # e.g. /var/run/cdi is a tmpfs: reboot
             return done.devices
+        entry = self._new_entry(ref)
+        self._commit({**self._prepared, ref.uid: entry})
+        try:
+            self.files.materialize(entry)
+        except Exception:
+            self._roll_back(ref.uid)
+            raise
+        return entry.devices
+
+    def _new_entry(self, ref: ClaimRef) -> PreparedClaim:
+        """The checkpoint entry of a claim not yet prepared, its CDI spec included."""
+        self.files.spec_path(ref.uid)  # refuses a planted link before anything is committed
         claim = self._get_claim(ref)
         allocation = claim.status.allocation if claim.status else None
         if allocation is None:
@@ -145,39 +188,37 @@ class DeviceState:
             except ConfigError as err:
                 raise PrepareError(f"request {result.request!r}: {err}") from None
             allocated.append(AllocatedDevice(result.request, device, describe(config)))
-        spec, ids, host_dirs = build_spec(self.driver, ref.uid, allocated, self.plugin_dir)
-        for directory in host_dirs:
-            for sub in ("pipe", "shm"):
-                (directory / sub).mkdir(parents=True, exist_ok=True)
-        path = self.cdi.write(ref.uid, spec)
-        devices = [
-            PreparedDevice(
-                request_names=[result.request.split("/", 1)[0]],
-                pool_name=result.pool,
-                device_name=result.device,
-                cdi_device_ids=[cdi_id],
-                share_id=result.share_id,
-            )
-            for result, cdi_id in zip(mine, ids, strict=True)
-        ]
-        self._prepared[ref.uid] = PreparedClaim(
+        sharing = {a.device.name: a.sharing for a in allocated}
+        mps_dir = self.files.host_dir(ref.uid) if uses_mps(sharing) else None
+        spec, ids = build_spec(self.driver, ref.uid, allocated, mps_dir)
+        entry = PreparedClaim(
             uid=ref.uid,
             namespace=ref.namespace,
             name=ref.name,
-            devices=devices,
-            cdi_spec_file=str(path),
-            cdi_spec=spec,
-            sharing={a.device.name: a.sharing for a in allocated},
-            host_dirs=[str(d) for d in host_dirs],
+            devices=[
+                PreparedDevice(
+                    request_names=[result.request.split("/", 1)[0]],
+                    pool_name=result.pool,
+                    device_name=result.device,
+                    cdi_device_ids=[cdi_id],
+                    share_id=result.share_id,
+                )
+                for result, cdi_id in zip(mine, ids, strict=True)
+            ],
+            sharing=sharing,
             prepared_at=now_rfc3339(),
+            generation=self._generation + 1,
         )
+        spec["annotations"].update(embed(entry))
+        return msgspec.structs.replace(entry, cdi_spec=spec)
+
+    def _roll_back(self, uid: str) -> None:
+        """Undo a committed prepare whose files could not be written (the kubelet retries)."""
         try:
-            self.checkpoint.save(self._prepared)
-        except BaseException:
-            del self._prepared[ref.uid]
-            self.cdi.remove(ref.uid)
-            raise
-        return devices
+            self._commit({u: c for u, c in self._prepared.items() if u != uid})
+            self.files.remove(uid)
+        except Exception:  # the entry stays committed: the next prepare answers from it
+            log.exception("rolling back a failed prepare failed")
 
     def _get_claim(self, ref: ClaimRef) -> ResourceClaim:
         try:
@@ -202,6 +243,8 @@ class DeviceState:
                 try:
                     self._unprepare_one(ref)
                     errors[ref.uid] = ""
+                except (PrepareError, files.UnsafePath) as err:
+                    errors[ref.uid] = str(err)
                 except Exception as err:
                     log.exception("unprepare failed")
                     errors[ref.uid] = f"unprepare failed: {err}"
@@ -211,20 +254,17 @@ class DeviceState:
                 log_event(
                     log,
                     "claim unprepared",
-                    claim=f"{ref.namespace}/{ref.name}",
-                    uid=ref.uid,
+                    claim=f"{ref.namespace[:63]}/{ref.name[:253]}",
+                    uid=ref.uid[:36],
                     error=errors[ref.uid] or None,
                 )
             self.metrics.set_prepared(len(self._prepared))
         return errors
 
     def _unprepare_one(self, ref: ClaimRef) -> None:
-        done = self._prepared.get(ref.uid)
-        self.cdi.remove(ref.uid)
-        if done is None:
-            return
-        for directory in done.host_dirs:
-            shutil.rmtree(directory, ignore_errors=True)
-        remaining = {uid: c for uid, c in self._prepared.items() if uid != ref.uid}
-        self.checkpoint.save(remaining)
-        self._prepared = remaining
+        problem = claim_problem(ref.uid, ref.namespace, ref.name)
+        if problem:
+            raise PrepareError(f"invalid claim reference: {problem}")
+        if ref.uid in self._prepared:
+            self._commit({u: c for u, c in self._prepared.items() if u != ref.uid})
+        self.files.remove(ref.uid)

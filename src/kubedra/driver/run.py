@@ -8,10 +8,11 @@ import threading
 from pathlib import Path
 
 from kubedra.api.core import Node
+from kubedra.api.validation import names
 from kubedra.cluster.store import Store
 from kubedra.driver import publisher
 from kubedra.driver.backends import Backend, inventory_for, open_backend
-from kubedra.driver.cdi import CdiWriter
+from kubedra.driver.claimfiles import ClaimFiles
 from kubedra.driver.kubelet import DEFAULT_ROOT, PluginPaths
 from kubedra.driver.logs import get_logger, log_event
 from kubedra.driver.metrics import DriverMetrics
@@ -61,9 +62,13 @@ def run_driver(
     when unchanged; slices deleted by someone else come back). `ready` is set once serving.
     """
     paths = PluginPaths.for_driver(driver, plugin_root, plugin_dir, registry_dir)
+    detail = names.dns_subdomain(node[:254])
+    if detail:
+        raise ValueError(f"node name {node[:80]!r}: {detail}")
     source = backend_impl or open_backend(backend, node, profile)
     metrics = DriverMetrics(driver, node)
     server: PluginServer | None = None
+    state: DeviceState | None = None
     try:
         inventory = inventory_for(source, driver)
         _ensure_node(store, source, node)
@@ -93,6 +98,8 @@ def run_driver(
     finally:
         if server is not None:
             server.stop()
+        if state is not None:
+            state.close()
         metrics.shutdown()
         source.close()
         log_event(log, "driver stopped", driver=driver, node=node)
@@ -109,7 +116,8 @@ def cleanup(
     registry_dir: Path | None = None,
 ) -> int:
     """Uninstall: delete the driver's slices on the node; with `plugin_root` also its sockets,
-    plugin directory and checkpoint; with `cdi_dir` its CDI specs. Returns slices deleted."""
+    plugin directory and checkpoint; with `cdi_dir` its CDI specs and their temporaries.
+    Returns slices deleted."""
     deleted = publisher.cleanup(store, driver, node)
     if plugin_root is not None or plugin_dir is not None or registry_dir is not None:
         paths = PluginPaths.for_driver(
@@ -119,5 +127,5 @@ def cleanup(
             paths.registration_socket.unlink()
         shutil.rmtree(paths.plugin_dir, ignore_errors=True)
     if cdi_dir is not None:
-        CdiWriter(cdi_dir, driver).remove_all()
+        ClaimFiles(Path(), cdi_dir, driver).remove_all_specs()
     return deleted

@@ -3,12 +3,14 @@
 dra.sock serves both `k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin` and `...v1beta1.DRAPlugin`
 (advertised in that order); the registration socket serves `pluginregistration.Registration`.
 The sockets are created last, once everything is ready, because the kubelet registers the
-plugin as soon as the registration socket appears; they are removed on stop.
+plugin as soon as the registration socket appears; they are removed on stop. Socket and
+directory modes are set explicitly (`kubedra.driver.files`), whatever the umask.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable
 from concurrent import futures
@@ -17,6 +19,7 @@ from typing import Any
 
 import grpc
 
+from kubedra.driver import files
 from kubedra.driver.grpc_api import (
     dra_v1,
     dra_v1_grpc,
@@ -108,14 +111,15 @@ class PluginServer:
             self.registered.clear()
         log_event(log, "registration status", registered=registered, error=error or None)
 
-    def _serve(self, socket: Path, add: Callable[[grpc.Server], None]) -> None:
-        socket.parent.mkdir(parents=True, exist_ok=True)
+    def _serve(self, socket: Path, add: Callable[[grpc.Server], None], own_dir: bool) -> None:
+        files.ensure_dir(socket.parent, files.PLUGIN_DIR_MODE, own=own_dir)
         with contextlib.suppress(FileNotFoundError):
             socket.unlink()  # a stale socket of a previous run
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers))
         add(server)
         if server.add_insecure_port(unix_target(socket)) == 0:
             raise OSError(f"cannot listen on {socket}")
+        os.chmod(socket, files.SOCKET_MODE)  # bound, not yet listening: nobody connected yet
         server.start()
         self._servers.append(server)
 
@@ -134,8 +138,9 @@ class PluginServer:
             servicer = RegistrationServicer(self.driver, self.paths.dra_socket, self._on_status)
             registration_grpc.add_RegistrationServicer_to_server(servicer, server)
 
-        self._serve(self.paths.dra_socket, add_dra)
-        self._serve(self.paths.registration_socket, add_registration)
+        self._serve(self.paths.dra_socket, add_dra, own_dir=True)
+        # plugins_registry is the kubelet's: created 0750 if missing, otherwise left alone
+        self._serve(self.paths.registration_socket, add_registration, own_dir=False)
         log_event(
             log,
             "plugin serving",

@@ -147,3 +147,13 @@ def extended_resource_name(value: str) -> str | None:
 def share_id(value: str) -> str | None:
     """shareID: a UUID in normalized lower-case RFC 4122 form."""
     return None if _UUID.fullmatch(value) else "must be a lower-case RFC 4122 UUID"
+
+
+def object_uid(value: str) -> str | None:
+    """metadata.uid as the API server generates it: a random UUID in lower-case RFC 4122 text.
+
+    Clients cannot choose UIDs, so anything else (a path, an empty string) did not come from
+    the API server. Not memoised: callers pass untrusted strings of any length."""
+    if len(value) != 36 or not _UUID.fullmatch(value):
+        return "must be a lower-case RFC 4122 UUID, as the API server generates for metadata.uid"
+    return None

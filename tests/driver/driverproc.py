@@ -1,0 +1,116 @@
+"""`kubedra driver run` as a real subprocess (for kill -9 and umask tests), and on-disk checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+
+from kubedra.driver.checkpoint import Checkpoint, PreparedClaim
+from kubedra.driver.claimfiles import ClaimFiles, uses_mps
+from kubedra.driver.kubelet import KubeletClient, PluginPaths
+
+GPU = "gpu.nvidia.com"
+
+
+@dataclass
+class DriverProcess:
+    store: Path
+    root: Path
+    cdi: Path
+    node: str = "sim-1"
+    umask: int = -1  # -1: inherit
+    log: Path = field(init=False)
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    def __post_init__(self) -> None:
+        self.paths = PluginPaths.for_driver(GPU, self.root)
+        self.log = self.root.parent / "driver.log"
+
+    def start(self, timeout: float = 60.0) -> DriverProcess:
+        self.starts += 1
+        command = [
+            sys.executable, "-m", "kubedra", "--store", str(self.store),
+            "driver", "run", "--driver", GPU, "--node", self.node,
+            "--backend", "simulated", "--profile", "h100x8",
+            "--plugin-root", str(self.root), "--cdi-dir", str(self.cdi),
+        ]  # fmt: skip
+        with open(self.log, "ab") as log:
+            log.write(f"--- start {self.starts}\n".encode())
+            self.proc = subprocess.Popen(command, stderr=log, stdout=log, umask=self.umask)
+        self._wait_ready(timeout)
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"driver exited with {self.proc.returncode}: {self.log_tail()}")
+            if self.paths.registration_socket.is_socket():
+                try:
+                    with KubeletClient(self.paths.registration_socket, timeout=2) as kubelet:
+                        kubelet.register()
+                    return
+                except grpc.RpcError:
+                    pass  # a stale socket of the killed process, or not yet listening
+            time.sleep(0.05)
+        raise TimeoutError(f"driver not ready after {timeout} s: {self.log_tail()}")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        self.proc = None
+
+    def stop(self) -> int:
+        if self.proc is None:
+            return 0
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout=30)
+        self.proc = None
+        return code
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def log_tail(self, lines: int = 20) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+
+def temporaries(plugin_dir: Path, cdi_dir: Path) -> list[Path]:
+    """The driver's temporaries: any in its own directory, its specs' in the shared CDI one."""
+    ours = [p for p in plugin_dir.rglob("*") if p.name.endswith(".tmp")]
+    if cdi_dir.is_dir():
+        ours += [p for p in cdi_dir.glob(f".k8s.{GPU}-claim_*.tmp")]
+    return sorted(ours)
+
+
+def disk_problems(
+    plugin_dir: Path, cdi_dir: Path, node: str = "sim-1"
+) -> tuple[dict[str, PreparedClaim], list[str]]:
+    """The checkpoint's claims and every way the files on disk disagree with it."""
+    problems = [f"temporary left: {p}" for p in temporaries(plugin_dir, cdi_dir)]
+    snapshot = Checkpoint(plugin_dir, GPU, node).read()  # raises if damaged
+    claims = snapshot.claims if snapshot else {}
+    files = ClaimFiles(plugin_dir, cdi_dir, GPU)
+    on_disk, strangers = files.spec_uids()
+    problems += [f"stranger spec: {name}" for name in strangers]
+    problems += [f"orphan spec: {uid}" for uid in sorted(on_disk - claims.keys())]
+    problems += [f"entry without spec: {uid}" for uid in sorted(claims.keys() - on_disk)]
+    for uid in sorted(on_disk & claims.keys()):
+        if json.loads(files.spec_path(uid).read_text()) != claims[uid].cdi_spec:
+            problems.append(f"spec differs from its entry: {uid}")
+    mps = {uid for uid, c in claims.items() if uses_mps(c.sharing)}
+    host = files.host_dir_uids()
+    problems += [f"orphan host dir: {uid}" for uid in sorted(host - mps)]
+    problems += [f"missing host dir: {uid}" for uid in sorted(mps - host)]
+    return claims, problems
