@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean driver-kills
+.PHONY: demo test e2e controlplane lint bench clean driver-kills
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,14 @@ test: lint
 # kill -9 the node driver 100 times during prepares/unprepares (make test runs 6)
 driver-kills: $(STAMP)
 	KUBEDRA_DRIVER_KILLS=100 $(BIN)/python -m pytest tests/driver/test_kill.py
+
+# The real-cluster tier: upstream's kube-apiserver, kube-controller-manager, kube-scheduler,
+# etcd and kubectl, built from their Go modules into ~/.cache/kubedra on first use (Go 1.26+).
+controlplane: $(STAMP)
+	$(BIN)/kubedra dev-cluster build
+
+e2e: controlplane
+	$(BIN)/python -m pytest tests/e2e --e2e
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
