@@ -105,7 +105,7 @@ def _httpx(kubeconfig: str) -> int:
             count += len([_decode_item(ResourceSlice, raw, meta) for raw in page.items])
             if not page.metadata.get("continue"):
                 return count
-            query["continue"] = page.metadata["continue"]
+            query["continue"] = str(page.metadata["continue"])
 
 
 def _official(kubeconfig: str) -> int:
@@ -138,4 +138,4 @@ def _kr8s(kubeconfig: str) -> int:
 
 class _Page(msgspec.Struct):
     items: list[msgspec.Raw] = msgspec.field(default_factory=list)
-    metadata: dict[str, str] = msgspec.field(default_factory=dict)
+    metadata: dict[str, object] = msgspec.field(default_factory=dict)
