@@ -7,6 +7,7 @@ import pytest
 from kubedra.cel import (
     BareLookup,
     CelCompileError,
+    CelEvalError,
     bare_lookups,
     compile_selector,
     constrained_drivers,
@@ -33,15 +34,38 @@ def test_bare_lookups_multiline() -> None:
 
 def test_portable_rewrite_seed() -> None:
     rewritten = portable_rewrite(SEED, "gpu.nvidia.com")
-    assert rewritten == ('device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("40Gi"))')
+    assert rewritten == (
+        'device.driver == "gpu.nvidia.com" && '
+        'device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("40Gi"))'
+    )
     strict = compile_selector(rewritten, strict=True)
     assert strict.evaluate(DEVICES["gpu"]) is compile_selector(SEED).evaluate(DEVICES["gpu"])
+
+
+def test_portable_rewrite_is_false_not_an_error_on_other_drivers_devices() -> None:
+    """A real cluster's NICs lack `memory`: the rewrite must not fail there (upstream turns a
+    run-time error in a class selector into a scheduling failure of the whole node)."""
+    unguarded = compile_selector(
+        'device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("40Gi"))', strict=True
+    )
+    with pytest.raises(CelEvalError, match="no such key"):
+        unguarded.evaluate(DEVICES["empty"])
+    guarded = compile_selector(portable_rewrite(SEED, "gpu.nvidia.com"), strict=True)
+    assert guarded.evaluate(DEVICES["empty"]) is False
 
 
 def test_portable_rewrite_non_identifier_key() -> None:
     expr = 'device.attributes["in"] == 1 || device.attributes["a-b"] == 2'
     assert portable_rewrite(expr, "d.io") == (
-        'device.attributes["d.io"]["in"] == 1 || device.attributes["d.io"]["a-b"] == 2'
+        'device.driver == "d.io" && '
+        '(device.attributes["d.io"]["in"] == 1 || device.attributes["d.io"]["a-b"] == 2)'
+    )
+
+
+def test_portable_rewrite_keeps_a_driver_the_expression_already_pins() -> None:
+    expr = 'device.driver == "d.io" && device.attributes["x"] == 1'
+    assert portable_rewrite(expr, "d.io") == (
+        'device.driver == "d.io" && device.attributes["d.io"].x == 1'
     )
 
 

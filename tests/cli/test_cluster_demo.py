@@ -56,7 +56,7 @@ def test_demo_places_vllm_on_an_h100_and_explains(tmp_path: Path) -> None:
     placed = next(line for line in lines if line.startswith("vllm-inference -> node "))
     assert placed.startswith("vllm-inference -> node h100x8-")
     assert "NVIDIA H100 80GB HBM3" in placed
-    assert any("portable form: device.capacity[\"gpu.nvidia.com\"].memory" in line for line in lines)
+    assert any('portable form: device.driver == "gpu.nvidia.com" && device.capacity["gpu.nvidia.com"].memory' in line for line in lines)
     assert "  2 node(s) [l4x4-0, l4x4-1]: cannot allocate all claims" in lines
     assert any(line.startswith("train-16 ") and "0/6 nodes are available" in line for line in lines)
     assert any("l4x4-0 (NVIDIA-L4" in line and "seed class rejects it" in line for line in lines)

@@ -75,8 +75,8 @@ def test_seed_class_gets_the_portability_and_multi_driver_warnings(seed_dir: Pat
     assert portable[0].startswith(
         f"{class_file}:9: DeviceClass high-memory-gpu: spec.selectors[0].cel.expression: warning: "
     )
-    assert ('Portable form: device.capacity["gpu.nvidia.com"].memory.isGreaterThan('
-            'quantity("40Gi"))') in portable[0]
+    assert ('Portable form: device.driver == "gpu.nvidia.com" && '
+            'device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("40Gi"))') in portable[0]
     assert any(line.startswith(f"{class_file}:8: DeviceClass high-memory-gpu: spec.selectors: "
                                "warning: this class admits devices of every driver") for line in lines)
 

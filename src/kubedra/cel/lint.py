@@ -67,7 +67,11 @@ def _bracket_ends(expression: str) -> dict[int, int]:
 
 
 def portable_rewrite(expression: str, domain: str) -> str:
-    """Rewrite bare lookups to `device.<map>["domain"].key` (works in strict mode too)."""
+    """Rewrite bare lookups to `device.<map>["domain"].key` (works in strict mode too), behind
+    `device.driver == "domain" &&` unless the expression already pins the driver: upstream
+    evaluates a class's selectors on every device of every driver, and a lookup of a key
+    another driver's device lacks is a run-time error that fails scheduling on the node
+    (seen on a real cluster: a NIC has no `memory`), while `false && error` is false."""
     out = expression
     for hit in reversed(bare_lookups(expression)):
         if _IDENT.fullmatch(hit.key) and hit.key not in RESERVED and hit.key != "in":
@@ -75,7 +79,13 @@ def portable_rewrite(expression: str, domain: str) -> str:
         else:
             suffix = f"[{_quote(hit.key)}]"
         out = out[: hit.start] + f"[{_quote(domain)}]{suffix}" + out[hit.end :]
-    return out
+    if out == expression or constrained_drivers(expression) is not None:
+        return out
+    tree = _parsed(expression)
+    binds_looser = isinstance(tree, ast.Conditional) or (
+        isinstance(tree, ast.Logic) and tree.op == "||"
+    )
+    return f"device.driver == {_quote(domain)} && " + (f"({out})" if binds_looser else out)
 
 
 def _quote(text: str) -> str:

@@ -108,6 +108,11 @@ def cel_problems(
     return r.problems
 
 
+def candidate_domains(map_name: str, key: str, known: KnownDomains) -> list[str]:
+    """Drivers that may mean a bare name: those whose slices publish it, else well-known ones."""
+    return list(known.get((map_name, key)) or WELL_KNOWN_DOMAINS.get((map_name, key), ()))
+
+
 def _compile_error(r: Report, path: Path, expression: str, message: str) -> None:
     if "exceeds cost limit" in message:
         r.forbidden(path, message)
@@ -117,9 +122,7 @@ def _compile_error(r: Report, path: Path, expression: str, message: str) -> None
 
 def _bare_lookup_warnings(r: Report, path: Path, expression: str, known: KnownDomains) -> None:
     for hit in bare_lookups(expression):
-        domains = list(
-            known.get((hit.map, hit.key)) or WELL_KNOWN_DOMAINS.get((hit.map, hit.key), ())
-        )
+        domains = candidate_domains(hit.map, hit.key, known)
         domain = domains[0] if domains else "<driver-domain>"
         also = (
             f" (drivers publishing {hit.map} {show(hit.key)}: {', '.join(domains)})"

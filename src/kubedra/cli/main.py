@@ -11,6 +11,7 @@ from click.core import ParameterSource
 from kubedra import __version__
 from kubedra.cli.cluster import cluster
 from kubedra.cli.context import Settings
+from kubedra.cli.convert import convert
 from kubedra.cli.devcluster import dev_cluster
 from kubedra.cli.driver import driver
 from kubedra.cli.lint import run_lint
@@ -94,6 +95,7 @@ def demo(settings: Settings) -> None:
 
 for command in (
     apply,
+    convert,
     get,
     describe,
     delete,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import ssl
@@ -263,7 +264,9 @@ class DevCluster:
             f"--controllers={','.join(CONTROLLERS)}",
             f"--service-account-private-key-file={pki.sa_key}",
             f"--root-ca-file={pki.ca}",
-            "--use-service-account-credentials=false",
+            # Each controller under its own service account and RBAC role, as kubeadm runs
+            # it (the manager's own identity may not, e.g., empty a deleted namespace).
+            "--use-service-account-credentials=true",
             "--bind-address=127.0.0.1",
             f"--secure-port={ports['kcm']}",
             f"--cert-dir={self.folder / 'kcm-certs'}",
@@ -403,9 +406,26 @@ def _answers_ok(request: urllib.request.Request, context: ssl.SSLContext | None)
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free loopback port below the kernel's ephemeral range: a port the kernel hands out
+    for outgoing connections (the components talk to each other a lot while starting) could
+    be taken again before the component that was meant to listen on it binds it."""
+    low = _ephemeral_low()
+    for _ in range(200):
+        port = random.randrange(max(1024, low - 12000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise ClusterFailed(f"no free loopback port below {low}")
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
 
 
 def _post_json(url: str, body: dict[str, object]) -> dict[str, object]:

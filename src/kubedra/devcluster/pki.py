@@ -31,6 +31,9 @@ IDENTITIES = {
     "admin": ("kubedra-admin", "system:masters"),
     "controller-manager": ("system:kube-controller-manager", ""),
     "scheduler": ("system:kube-scheduler", ""),
+    # Authenticated, with no RBAC grant of its own: what a user sees before an admin binds a
+    # role (tests give it narrow roles to check "forbidden" answers).
+    "user": ("kubedra-user", ""),
 }
 
 
