@@ -83,20 +83,26 @@ def merge_applied(manifest: T, current: T) -> T | None:
     Status is never applied (it is the `/status` subresource's): it stays as it is."""
     config = applied_configuration(manifest)
     text = encode_last_applied(config)
-    config["metadata"]["annotations"][LAST_APPLIED] = text  # the live object carries it too
+    meta = config["metadata"]
+    annotations = {**meta["annotations"], LAST_APPLIED: text}  # the live object carries it
+    modified = {**config, "metadata": {**meta, "annotations": annotations}}
+    # The same manifest as last time: its configuration is the original (no need to parse).
+    same = current.metadata.annotations.get(LAST_APPLIED) == text
+    original = config if same else last_applied(current)
     live = to_dict(current)
-    original = last_applied(current)
     merged = three_way_merge(
         None if original is None else _without_status(original),
-        _without_status(config),
+        _without_status(modified),
         _without_status(live),
         merge_lists(current.KIND),
     )
     if "status" in live:
         merged["status"] = live["status"]
+    if merged == live:
+        return None
     result = decode_object(merged).obj
     assert isinstance(result, type(current))
-    return None if to_dict(result) == live else result
+    return None if to_dict(result) == live else result  # equal once normalised
 
 
 def _without_status(data: JsonMap) -> JsonMap:

@@ -12,6 +12,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from kubedra.api.codec import format_path, to_dict
 from kubedra.api.core import Pod
 from kubedra.api.meta import KubeObject
@@ -55,8 +57,10 @@ def check_update(old: KubeObject, new: KubeObject) -> None:
 def _pod(r: Report, old: Pod, new: Pod) -> None:
     """A pod's spec is fixed at creation but for the fields upstream lets an update touch;
     `spec.nodeName` is set once, by binding, and never changed afterwards."""
-    if old.spec == new.spec and _spec_extras(old) == _spec_extras(new):
-        return
+    node, was = new.spec.node_name, old.spec.node_name
+    only_node = msgspec.structs.replace(new.spec, node_name=was) == old.spec
+    if only_node and _spec_extras(old) == _spec_extras(new) and (not was or node == was):
+        return  # unchanged, or the bind of an unbound pod (the scheduler's, checked cheaply)
     before, after = to_dict(old).get("spec", {}), to_dict(new).get("spec", {})
     for group in ("containers", "initContainers"):
         if len(before.get(group, [])) != len(after.get(group, [])):
