@@ -25,6 +25,14 @@ def get(store: str, kind: str, name: str) -> dict[str, Any]:
     return dict(json.loads(run.stdout))
 
 
+def edited_seed(seed_dir: Path, folder: Path, old: str, new: str) -> Path:
+    """A copy of the seed whose pod manifest has `old` replaced by `new`; the pod's file."""
+    shutil.copytree(seed_dir, folder)
+    pod_file = folder / "03-pod-vllm.yaml"
+    pod_file.write_text(pod_file.read_text().replace(old, new))
+    return pod_file
+
+
 @pytest.fixture
 def scheduled(tmp_path: Path, seed_dir: Path) -> str:
     """The issue's steps: one H100 node, the seed applied and scheduled."""
@@ -52,12 +60,9 @@ def test_reapplying_the_seed_after_schedule_keeps_binding_and_claim(scheduled: s
 def test_moving_the_bound_pod_is_a_clear_error_naming_file_object_and_field(
     scheduled: str, seed_dir: Path, tmp_path: Path
 ) -> None:
-    manifests = tmp_path / "seed"
-    shutil.copytree(seed_dir, manifests)
-    pod_file = manifests / "03-pod-vllm.yaml"
-    pod_file.write_text(pod_file.read_text().replace("spec:\n", "spec:\n  nodeName: h100x8-1\n"))
+    pod_file = edited_seed(seed_dir, tmp_path / "seed", "spec:\n", "spec:\n  nodeName: h100x8-1\n")
     before = get(scheduled, "pod", "vllm-inference")
-    run = kubedra("--store", scheduled, "apply", "-f", str(manifests))
+    run = kubedra("--store", scheduled, "apply", "-f", str(pod_file.parent))
     assert run.returncode == 1
     assert "Traceback" not in run.stderr
     assert (
@@ -72,12 +77,9 @@ def test_moving_the_bound_pod_is_a_clear_error_naming_file_object_and_field(
 def test_a_real_change_is_merged_and_reported_configured(
     scheduled: str, seed_dir: Path, tmp_path: Path
 ) -> None:
-    manifests = tmp_path / "seed"
-    shutil.copytree(seed_dir, manifests)
-    pod_file = manifests / "03-pod-vllm.yaml"
-    pod_file.write_text(pod_file.read_text().replace("  name: vllm-inference\n",
-                                                     "  name: vllm-inference\n  labels: {app: vllm}\n"))
-    run = kubedra("--store", scheduled, "apply", "-f", str(manifests))
+    name = "  name: vllm-inference\n"
+    pod_file = edited_seed(seed_dir, tmp_path / "seed", name, name + "  labels: {app: vllm}\n")
+    run = kubedra("--store", scheduled, "apply", "-f", str(pod_file.parent))
     assert run.stdout.splitlines()[-1] == "pod/vllm-inference configured", run.stderr
     pod = get(scheduled, "pod", "vllm-inference")
     assert pod["metadata"]["labels"] == {"app": "vllm"} and pod["spec"]["nodeName"] == "h100x8-0"

@@ -16,7 +16,7 @@ from kubedra.api.loader import load
 from kubedra.api.meta import KubeObject
 from kubedra.cluster import SqliteStore
 from kubedra.cluster.apply import ATTEMPTS, Verb, apply_object
-from kubedra.errors import Conflict
+from kubedra.errors import Conflict, NotFound
 from tests.api.manifests import claim_doc, mutate, pod_doc
 from tests.conftest import REPO
 
@@ -122,6 +122,33 @@ def test_a_writer_racing_every_time_ends_in_conflict_not_in_a_lost_write(store: 
     with pytest.raises(Conflict, match="still changing after 5 attempts"):
         apply_object(racing, obj(mutate(pod_doc(), "metadata.labels", {"mine": "y"})))  # type: ignore[arg-type]
     assert "mine" not in store.get(Pod, "trainer").metadata.labels
+
+
+class CreatingRacer:
+    """Another client creates the object between apply's read (NotFound) and its create."""
+
+    def __init__(self, inner: SqliteStore, other: KubeObject) -> None:
+        self.inner, self.other = inner, other
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def get(self, cls: type[KubeObject], name: str, namespace: str) -> KubeObject:
+        if self.other is not None:
+            self.inner.create(self.other)
+            self.other = None
+            raise NotFound(name)
+        return self.inner.get(cls, name, namespace)
+
+
+def test_an_object_created_between_read_and_create_is_merged_into(store: SqliteStore) -> None:
+    theirs = obj(mutate(pod_doc(), "metadata.labels", {"theirs": "x"}))
+    racing = CreatingRacer(store, theirs)
+    applied = apply_object(racing, obj(mutate(pod_doc(), "metadata.annotations", {"mine": "y"})))  # type: ignore[arg-type]
+    assert applied.verb is Verb.CONFIGURED and applied.adopted
+    after = store.get(Pod, "trainer")
+    assert after.metadata.labels == {"theirs": "x"}
+    assert after.metadata.annotations["mine"] == "y"
 
 
 def test_a_manifest_pinning_a_stale_resource_version_is_a_conflict(store: SqliteStore) -> None:
