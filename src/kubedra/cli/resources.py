@@ -5,18 +5,18 @@ from __future__ import annotations
 import sys
 
 import click
-import msgspec
 
-from kubedra.api.codec import to_dict
+from kubedra.api.apply import LAST_APPLIED
 from kubedra.api.kinds import resolve_kind
-from kubedra.api.loader import load_paths
+from kubedra.api.loader import LoadedObject, LoadResult, load_paths
 from kubedra.api.meta import KubeObject
 from kubedra.cli.columns import COLUMNS
 from kubedra.cli.context import Settings, fails_cleanly
 from kubedra.cli.lint import lint_problems
 from kubedra.cli.output import render_objects, resource_name, table
+from kubedra.cluster.apply import Applied, apply_object
 from kubedra.cluster.store import Store, atomic
-from kubedra.errors import NotFound, ValidationError
+from kubedra.errors import ValidationError
 
 
 @click.command()
@@ -31,7 +31,9 @@ from kubedra.errors import NotFound, ValidationError
 @click.pass_obj
 @fails_cleanly
 def apply(settings: Settings, paths: tuple[str, ...]) -> None:
-    """Create or update objects from manifests; all of them or, on any error, none."""
+    """Create or update objects from manifests, as `kubectl apply` does: fields others set
+    are kept, fields dropped since the last apply are removed; on the embedded store all
+    objects or, on any error, none."""
     result = load_paths(paths)
     problems = lint_problems(result, settings.strict)
     for p in problems:
@@ -42,39 +44,26 @@ def apply(settings: Settings, paths: tuple[str, ...]) -> None:
         raise ValidationError(errors)
     store = settings.open_store()
     with atomic(store):
-        verbs = [_apply_one(store, loaded.obj) for loaded in result.objects]
-    for loaded, verb in zip(result.objects, verbs, strict=True):
-        click.echo(f"{resource_name(loaded.obj)}/{loaded.obj.name} {verb}")
+        outcomes = [_apply_located(store, result, loaded) for loaded in result.objects]
+    for loaded, applied in zip(result.objects, outcomes, strict=True):
+        name = f"{resource_name(loaded.obj)}/{loaded.obj.name}"
+        if applied.adopted:
+            click.echo(
+                f"warning: {name} has no {LAST_APPLIED} annotation (it was not created by "
+                "apply), so fields dropped from the manifest since were kept; the annotation "
+                "is added now",
+                err=True,
+            )
+        click.echo(f"{name} {applied.verb}")
 
 
-def _apply_one(store: Store, obj: KubeObject) -> str:
-    cls = type(obj)
+def _apply_located(store: Store, result: LoadResult, loaded: LoadedObject) -> Applied:
+    """Apply one object; a refusal (the store's update rules, the API server's validation)
+    is reported at the manifest's file and line, like a problem found by lint."""
     try:
-        current = store.get(cls, obj.name, obj.namespace or "default")
-    except NotFound:
-        store.create(obj)
-        return "created"
-    meta = msgspec.structs.replace(
-        obj.metadata,
-        resource_version=current.metadata.resource_version,
-        uid=current.metadata.uid,
-        namespace=current.metadata.namespace,
-    )
-    desired = msgspec.structs.replace(obj, metadata=meta)
-    if _same(current, desired):
-        return "unchanged"
-    store.update(desired)
-    return "configured"
-
-
-def _same(current: KubeObject, desired: KubeObject) -> bool:
-    ignore = ("creationTimestamp", "generation", "resourceVersion", "uid")
-    a, b = to_dict(current), to_dict(desired)
-    for data in (a, b):
-        data.pop("status", None)
-        for key in ignore:
-            data.get("metadata", {}).pop(key, None)
-    return a == b
+        return apply_object(store, loaded.obj)
+    except ValidationError as err:
+        raise ValidationError(result.locate(p, loaded.source) for p in err.problems) from None
 
 
 @click.command()

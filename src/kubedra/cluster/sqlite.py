@@ -25,6 +25,7 @@ import msgspec
 from kubedra.api.codec import decode_json, to_dict
 from kubedra.api.kinds import BY_KIND, with_type_meta
 from kubedra.api.meta import KubeObject, ObjectMeta
+from kubedra.api.validation.update import check_update
 from kubedra.cluster.selectors import parse_field_selector, parse_label_selector
 from kubedra.cluster.store import DEFAULT_NAMESPACE, EventType, T, WatchEvent
 from kubedra.errors import AlreadyExists, Conflict, NotFound
@@ -220,6 +221,8 @@ class SqliteStore:
                     "been modified; please apply your changes to the latest version and try again"
                 )
             merged = _merge(stored, obj, keep_status)
+            if keep_status:  # an update, not a status write: the API server's update rules
+                check_update(stored, merged)
             if merged.metadata.deletion_timestamp and not merged.metadata.finalizers:
                 self._remove(merged)
                 return merged
