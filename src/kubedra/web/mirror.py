@@ -37,11 +37,16 @@ class Mirror:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
-    def start(self) -> Mirror:
-        """List every kind now (errors reach the caller), then follow the watches."""
+    def sync(self) -> Mirror:
+        """List every kind now (errors reach the caller)."""
         for reflector in self._reflectors:
             for event in reflector.sync():
                 self._apply(event)
+        return self
+
+    def start(self) -> Mirror:
+        """`sync`, then follow every kind's watch in the background."""
+        self.sync()
         for reflector in self._reflectors:
             thread = threading.Thread(
                 target=self._follow, args=(reflector,), name=f"mirror-{reflector.cls.KIND}"

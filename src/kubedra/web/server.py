@@ -173,7 +173,8 @@ def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
                 return  # the page went away
 
         def _event(self, name: str, data: Mapping[str, object]) -> None:
-            self.wfile.write(b"event: %s\ndata: %s\n\n" % (name.encode(), msgspec.json.encode(data)))
+            payload = msgspec.json.encode(data)
+            self.wfile.write(b"event: %s\ndata: %s\n\n" % (name.encode(), payload))
             self.wfile.flush()
 
     return Handler

@@ -140,7 +140,8 @@ async function fleetView(r) {
     STATES.map((st) => h("span", { "data-count": st }, h("b", { text: s[st] }), " " + st)),
     h("span", { "data-count": "tainted" }, h("b", { text: s.tainted }), " tainted"),
     filter ? h("span", { "data-count": "admitted" }, h("b", { text: s.admitted }), " admitted by " + filter.label) : null);
-  const problems = filter && filter.error ? h("p", { class: "error", text: filter.error }) : null;
+  const problems = filter && (filter.error || filter.deviceErrors) ? h("p", { class: "error", id: "filter-error",
+    text: filter.error || "the selectors failed at run time on " + filter.deviceErrors + " device(s): not admitted" }) : null;
   const body = h("div", { class: "fleet" + (filter ? " filtered" : "") },
     data.groups.map((g) => h("section", { class: "group" },
       h("h2", {}, g.name + " ", h("span", { class: "muted", text: "(" + g.nodes.length + ")" })),
