@@ -52,17 +52,23 @@ class Server:
         self._threads: list[threading.Thread] = []
 
     @property
-    def url(self) -> str:
+    def bound(self) -> tuple[str, int]:
+        """The address and port listened on (the port the system chose for port 0)."""
         host, port = self.httpd.server_address[:2]
-        shown = f"[{host}]" if ":" in str(host) else str(host)
+        return (host if isinstance(host, str) else bytes(host).decode()), int(port)
+
+    @property
+    def url(self) -> str:
+        host, port = self.bound
+        shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}/"
 
     @property
     def allowed_hosts(self) -> set[str]:
         """Host headers accepted: the bound address, and localhost when on loopback."""
-        host, port = self.httpd.server_address[:2]
-        names = {str(host), f"[{host}]"}
-        if _is_loopback(str(host)):
+        host, port = self.bound
+        names = {host, f"[{host}]"}
+        if _is_loopback(host):
             names |= {"localhost", "127.0.0.1", "[::1]"}
         return names | {f"{n}:{port}" for n in names}
 
