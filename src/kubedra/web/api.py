@@ -92,11 +92,9 @@ class App:
         self._lock = threading.Lock()
         self._views: dict[str, Callable[[list[str], Mapping[str, str]], Any]] = {
             "status": self._status,
-            "fleet": lambda _, q: fleet_view(self.facts(), q.get("class", ""), q.get("pod", "")),
+            "fleet": self._fleet,
             "claims": self._claims,
-            "pods": lambda _, q: pods_view(
-                self.facts(), q.get("namespace", ""), q.get("status", "")
-            ),
+            "pods": self._pods,
             "pending": self._pending,
             "fragmentation": self._fragmentation,
         }
@@ -159,12 +157,21 @@ class App:
     # --- views with arguments -------------------------------------------------------------
 
     def _status(self, args: list[str], query: Mapping[str, str]) -> dict[str, Any]:
+        _no_args(args)
         return {
             "version": self.mirror.version,
             "backend": self.backend,
             "error": self.mirror.error,
             "readOnly": True,
         }
+
+    def _fleet(self, args: list[str], query: Mapping[str, str]) -> dict[str, Any]:
+        _no_args(args)
+        return fleet_view(self.facts(), query.get("class", ""), query.get("pod", ""))
+
+    def _pods(self, args: list[str], query: Mapping[str, str]) -> dict[str, Any]:
+        _no_args(args)
+        return pods_view(self.facts(), query.get("namespace", ""), query.get("status", ""))
 
     def _claims(self, args: list[str], query: Mapping[str, str]) -> dict[str, Any]:
         if len(args) == 2:
