@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import msgspec
 
@@ -115,19 +116,23 @@ class App:
     # --- routing --------------------------------------------------------------------------
 
     def get(self, path: str, query: Mapping[str, str]) -> Response:
-        if path in ("/", "/index.html"):
+        """Answer a GET of `path` (as sent: each segment is percent-decoded on its own, so
+        an object name may hold any character, a slash included)."""
+        parts = [unquote(p) for p in path.split("/")[1:]]
+        if parts in ([""], ["index.html"]):
             return _static("index.html")
-        if path.startswith("/static/"):
-            return _static(path.removeprefix("/static/"))
-        if path.startswith("/figures/"):
-            return self._figure(path.removeprefix("/figures/"))
-        if path in ("/api", "/api/"):
+        if len(parts) == 2 and parts[0] == "static":
+            return _static(parts[1])
+        if len(parts) == 2 and parts[0] == "figures":
+            return self._figure(parts[1])
+        if parts[0] != "api":
+            return error(404, f"no such page: {path}")
+        if parts[1:] in ([], [""]):
             return json_response({"routes": ROUTES})
-        parts = path.removeprefix("/api/").split("/")
-        view = self._views.get(parts[0]) if path.startswith("/api/") else None
+        view = self._views.get(parts[1])
         if view is None:
             return error(404, f"no such page: {path}")
-        return self._json(parts[0], view, parts[1:], query)
+        return self._json(parts[1], view, parts[2:], query)
 
     def _json(
         self,
