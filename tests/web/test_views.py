@@ -243,3 +243,19 @@ def test_history_samples_once_per_version() -> None:
         {"time": 7.0, "version": 1, "fragmentation": 0.1, "allocation": 0.5},
         {"time": 7.0, "version": 2, "fragmentation": 0.1, "allocation": 0.5},
     ]
+
+
+def test_an_unchanged_inventory_is_kept_and_a_changed_one_rebuilt(catalog: SqliteStore) -> None:
+    mirror = Mirror(catalog).sync()
+    first = Facts(mirror.snapshot())
+    gpu_pod(catalog, "c", template="two")  # pods and claims change: the slices do not
+    mirror.sync()
+    second = Facts(mirror.snapshot(), previous=first)
+    assert second.version > first.version
+    assert second.scheduler.inventory() is first.scheduler.inventory()
+    gpu_node(catalog, "extra", gpus=2)  # a new slice: the inventory must be built again
+    mirror.sync()
+    third = Facts(mirror.snapshot(), previous=second)
+    assert third.scheduler.inventory() is not second.scheduler.inventory()
+    assert {d.ref.pool for n in third.nodes for d in n.devices} >= {"extra"}
+    assert sum(len(n.devices) for n in third.nodes) == sum(len(n.devices) for n in second.nodes) + 2

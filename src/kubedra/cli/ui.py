@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from kubedra.cli.context import Settings, fails_cleanly
+from kubedra.errors import KubedraError
 
 # The simulator's figures in a source checkout (docs/figures beside src/).
 _CHECKOUT_FIGURES = Path(__file__).resolve().parents[3] / "docs" / "figures"
@@ -42,7 +43,11 @@ def ui(settings: Settings, port: int, address: str, figures_dir: Path | None) ->
         backend=settings.backend.describe(),
         figures_dir=figures_dir or _default_figures(),
     )
-    server = Server(app, address, port).start()
+    try:
+        server = Server(app, address, port).start()
+    except OSError as err:
+        mirror.stop()
+        raise KubedraError(f"cannot listen on {address}:{port}: {err.strerror or err}") from None
     click.echo(f"kubedra ui: {server.url} ({app.backend}); Ctrl-C stops it", err=True)
     try:
         threading.Event().wait()

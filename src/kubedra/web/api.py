@@ -106,7 +106,7 @@ class App:
         """The facts of the current snapshot (callers hold the lock)."""
         snapshot = self.mirror.snapshot()
         if self._facts is None or self._facts.version != snapshot.version:
-            self._facts = Facts(snapshot, self.strict)
+            self._facts = Facts(snapshot, self.strict, previous=self._facts)
         return self._facts
 
     def sample_history(self) -> None:

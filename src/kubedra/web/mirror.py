@@ -33,6 +33,10 @@ class Mirror:
         self._objects: dict[str, dict[Key, KubeObject]] = {cls.KIND: {} for cls in kinds}
         self._version = 0
         self._snapshot: Snapshot | None = None
+        # Each kind's table as the last snapshot froze it: a kind that did not change keeps
+        # the same table object, so what was derived from it can be kept too.
+        self._frozen: dict[str, dict[Key, KubeObject]] = {}
+        self._dirty: set[str] = {cls.KIND for cls in kinds}
         self._changed = threading.Condition()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -76,8 +80,10 @@ class Mirror:
         """The objects now; the same frozen value until the next change."""
         with self._changed:
             if self._snapshot is None:
-                tables = {kind: dict(table) for kind, table in self._objects.items()}
-                self._snapshot = Snapshot(self._version, tables)
+                for kind in self._dirty:
+                    self._frozen[kind] = dict(self._objects[kind])
+                self._dirty.clear()
+                self._snapshot = Snapshot(self._version, dict(self._frozen))
             return self._snapshot
 
     def wait(self, seen: int, timeout: float) -> int:
@@ -105,6 +111,7 @@ class Mirror:
                 table.pop(key, None)
             else:
                 table[key] = obj
+            self._dirty.add(obj.KIND)
             self._bump()
 
     def _bump(self) -> None:

@@ -75,6 +75,7 @@ const state = { rendering: false, again: false, heatmap: null };
 async function render() {
   if (state.rendering) { state.again = true; return; }
   state.rendering = true;
+  const started = performance.now();
   const r = route();
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.view === r.view));
   const main = document.getElementById("main");
@@ -87,6 +88,7 @@ async function render() {
     main.replaceChildren(h("p", { class: "error", text: "error: " + err.message }));
   } finally {
     state.rendering = false;
+    document.body.dataset.renderMs = (performance.now() - started).toFixed(0); // fetch + DOM
     document.body.dataset.rendered = String(Date.now());
   }
   if (state.again) { state.again = false; render(); }
