@@ -171,7 +171,8 @@ function deviceCell(d) {
 }
 
 function nodeBlock(node) {
-  const loose = node.devices.filter((d) => !d.parent);
+  const peripheral = (d) => (d.kind === "nic" || d.kind === "device" ? 1 : 0);
+  const loose = node.devices.filter((d) => !d.parent).sort((a, b) => peripheral(a) - peripheral(b));
   const parents = new Map();
   for (const d of node.devices.filter((d) => d.parent)) {
     if (!parents.has(d.parent)) parents.set(d.parent, []);
