@@ -84,7 +84,7 @@ def change(store: SqliteStore, mirror: Mirror) -> None:
 
 
 def browser_rows(url: str, store: SqliteStore, mirror: Mirror) -> list[Row]:
-    from tests.web.browser import CHROMIUM, chromium_args, missing
+    from tests.web.browser import launch, missing
 
     why = missing()
     if why is not None:
@@ -103,13 +103,7 @@ def browser_rows(url: str, store: SqliteStore, mirror: Mirror) -> list[Row]:
 
     rows = []
     with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
-        browser = p.chromium.launch_persistent_context(
-            profile,
-            executable_path=CHROMIUM,
-            args=chromium_args(),
-            headless=True,
-            viewport={"width": 1280, "height": 900},
-        )
+        browser = launch(p, profile, viewport={"width": 1280, "height": 900})
         page = browser.new_page()
         loads = []
         for i in range(3):

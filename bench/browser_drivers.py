@@ -20,7 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from tests.web.browser import CHROMIUM, chromium_args
+from tests.web.browser import CHROMIUM, chromium_args, launch
 
 
 def _size(names: list[str]) -> float:
@@ -38,9 +38,7 @@ def with_playwright(url: str) -> None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
-        browser = p.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, args=chromium_args(), headless=True
-        )
+        browser = launch(p, profile)
         page = browser.new_page()
         messages: list[str] = []
         page.on("console", lambda m: messages.append(m.text))

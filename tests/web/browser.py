@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 CHROMIUM = os.environ.get("KUBEDRA_CHROMIUM", "/usr/bin/chromium")
 
@@ -31,3 +32,10 @@ def missing() -> str | None:
     except ImportError:
         return "the playwright package is not installed: make .venv/.installed"
     return None
+
+
+def launch(playwright: Any, profile_dir: str, **options: Any) -> Any:
+    """A persistent Chromium context (the fresh profile) driven by Playwright."""
+    return playwright.chromium.launch_persistent_context(
+        profile_dir, executable_path=CHROMIUM, args=chromium_args(), headless=True, **options
+    )

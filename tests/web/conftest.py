@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.web.browser import CHROMIUM, chromium_args, missing
+from tests.web.browser import launch, missing
 
 ARTIFACTS = Path(os.environ.get("KUBEDRA_ARTIFACTS", "/tmp/kubedra-artifacts")) / "web"
 
@@ -54,13 +54,7 @@ def browser_context() -> Iterator[Any]:
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
-        context = p.chromium.launch_persistent_context(
-            profile,
-            executable_path=CHROMIUM,
-            args=chromium_args(),
-            headless=True,
-            viewport={"width": 1280, "height": 860},
-        )
+        context = launch(p, profile, viewport={"width": 1280, "height": 860})
         yield context
         context.close()
 
