@@ -16,7 +16,11 @@ from kubedra.api.resource import ResourceClaim, ResourceSlice
 from kubedra.cluster import SqliteStore
 from tests.cli.test_lint import kubedra
 from tests.conftest import REPO
+from tests.web.browser import missing
 from tests.web.conftest import UiProcess, shot
+
+if (why := missing()) is not None:  # one reason for the whole module
+    pytest.skip(f"browser tests skipped: {why}", allow_module_level=True)
 
 HOSTILE = '<img src=x onerror="window.__pwned=1">'
 PENDING_POD = """\
