@@ -325,8 +325,10 @@ function chart(points) {
   const line = (key, colour) => {
     if (!points.length) return;
     const t0 = points[0].time, span = Math.max(points[points.length - 1].time - t0, 1);
-    const xy = points.map((p) => [pad + (width - 2 * pad) * (points.length === 1 ? 0 : (p.time - t0) / span),
-      height - pad - (height - 2 * pad) * p[key]]);
+    const y = (p) => height - pad - (height - 2 * pad) * p[key];
+    const xy = points.length === 1 // one sample so far: a level line across the chart
+      ? [[pad, y(points[0])], [width - pad, y(points[0])]]
+      : points.map((p) => [pad + (width - 2 * pad) * ((p.time - t0) / span), y(p)]);
     const path = document.createElementNS(ns, "polyline");
     path.setAttribute("points", xy.map((p) => p.join(",")).join(" "));
     path.setAttribute("fill", "none");
