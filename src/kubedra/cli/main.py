@@ -18,6 +18,7 @@ from kubedra.cli.lint import run_lint
 from kubedra.cli.resources import apply, delete, describe, get
 from kubedra.cli.scheduling import allocate_command, devices, explain, schedule
 from kubedra.cli.sim import sim
+from kubedra.cli.ui import ui
 from kubedra.cluster import DEFAULT_PATH
 from kubedra.cluster.connect import Backend
 
@@ -107,6 +108,7 @@ for command in (
     dev_cluster,
     driver,
     sim,
+    ui,
 ):
     cli.add_command(command)
 

@@ -1,0 +1,77 @@
+"""Browser fixtures: Debian's Chromium driven by Playwright, a `kubedra ui` to point it at.
+
+Every page the tests open collects the browser's console errors and uncaught exceptions;
+a test that saw one fails. Screenshots go to $KUBEDRA_ARTIFACTS (default
+/tmp/kubedra-artifacts/web), never into the repository.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.web.browser import launch, missing
+
+ARTIFACTS = Path(os.environ.get("KUBEDRA_ARTIFACTS", "/tmp/kubedra-artifacts")) / "web"
+
+
+class UiProcess:
+    """`kubedra ui` as a real subprocess on a free loopback port."""
+
+    def __init__(self, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "kubedra", *args, "ui", "--port", "0"],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stderr is not None
+        line = self.process.stderr.readline()
+        found = re.search(r"(http://\S+/)", line)
+        if found is None:
+            self.stop()
+            raise AssertionError(f"kubedra ui did not start: {line}{self.process.stderr.read()}")
+        self.url = found.group(1)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def browser_context() -> Iterator[Any]:
+    why = missing()
+    if why is not None:
+        pytest.skip(f"browser tests skipped: {why}")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
+        context = launch(p, profile, viewport={"width": 1280, "height": 860})
+        yield context
+        context.close()
+
+
+@pytest.fixture
+def page(browser_context: Any) -> Iterator[Any]:
+    """A fresh tab; the test fails if the page logs a console error or throws."""
+    tab = browser_context.new_page()
+    errors: list[str] = []
+    tab.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+    tab.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+    yield tab
+    tab.close()
+    assert errors == [], "JavaScript errors on the page"
+
+
+def shot(page: Any, name: str) -> Path:
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

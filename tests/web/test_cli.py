@@ -1,0 +1,44 @@
+"""`kubedra ui` as a user runs it: it serves, stops on Ctrl-C, and bad options fail cleanly."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import urllib.request
+from pathlib import Path
+
+from tests.cli.test_lint import kubedra
+from tests.web.conftest import UiProcess
+
+
+def test_ui_serves_the_store_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    store = tmp_path / "state.db"
+    assert kubedra("--store", str(store), "cluster", "create", "--node-profile", "l4x4=1").returncode == 0
+    ui = UiProcess("--store", str(store))
+    assert ui.url.startswith("http://127.0.0.1:")  # loopback unless told otherwise
+    with urllib.request.urlopen(ui.url + "api/fleet", timeout=10) as answer:
+        assert json.load(answer)["summary"] == {
+            "nodes": 1, "devices": 4, "free": 4, "allocated": 0, "shared": 0, "blocked": 0,
+            "tainted": 0, "admitted": 0}
+    ui.process.send_signal(signal.SIGINT)
+    assert ui.process.wait(timeout=20) == 0
+    assert ui.process.stderr is not None and "Traceback" not in ui.process.stderr.read()
+
+
+def test_bad_backend_options_fail_with_one_line(tmp_path: Path) -> None:
+    both = kubedra("--store", str(tmp_path / "s.db"), "--kubeconfig", str(tmp_path / "k"), "ui")
+    assert both.returncode == 1 and both.stderr.startswith("error: --store names the embedded store")
+    missing = kubedra("--kubeconfig", str(tmp_path / "nope.yaml"), "ui")
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1
+    assert "Traceback" not in missing.stderr and "nope.yaml" in missing.stderr
+
+
+def test_a_busy_port_fails_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = kubedra("--store", str(tmp_path / "s.db"), "ui", "--port", str(port))
+    assert run.returncode == 1
+    assert run.stderr == f"error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
