@@ -17,6 +17,7 @@ from kubedra.cli.lint import run_lint
 from kubedra.cli.resources import apply, delete, describe, get
 from kubedra.cli.scheduling import allocate_command, devices, explain, schedule
 from kubedra.cli.sim import sim
+from kubedra.cli.store import store
 from kubedra.cluster import DEFAULT_PATH
 from kubedra.cluster.connect import Backend
 
@@ -105,6 +106,7 @@ for command in (
     dev_cluster,
     driver,
     sim,
+    store,
 ):
     cli.add_command(command)
 
