@@ -16,6 +16,7 @@ Repair and restore refuse while another process has the store open.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import time
@@ -109,19 +110,7 @@ class RepairReport:
 
 
 def check(path: Path) -> CheckReport:
-    """Every fault kubedra can find in the store at `path`, without changing it (the log
-    and index files a read-only look creates are removed again)."""
-    created = [f for f in (wal.log_path(path), wal.index_path(path)) if not f.exists()]
-    try:
-        return _check(path)
-    finally:
-        if created and not storefile.in_use(path):
-            for file in created:  # a read-only connection writes no frames: the log is empty
-                if file.exists() and (file == wal.index_path(path) or not file.stat().st_size):
-                    file.unlink()
-
-
-def _check(path: Path) -> CheckReport:
+    """Every fault kubedra can find in the store at `path`, without changing it."""
     report = CheckReport()
     try:
         storefile.check_file(path)
@@ -301,9 +290,9 @@ def _salvage(aside: Path, report: RepairReport) -> tuple[list[Version], dict[int
     finally:
         storefile.remove_with_log(scratch)
     report.unreadable += [p for p in (objects.problem(), changes.problem()) if p]
-    report.missing_changes = _gaps(
-        sorted(row[0] for row in changes.rows if isinstance(row[0], int))
-    )
+    logged = sorted(row[0] for row in changes.rows if isinstance(row[0], int))
+    stored = [row[3] for row in objects.rows if isinstance(row[3], int)]  # even undecodable
+    report.missing_changes = _gaps(logged, max([*logged, *stored], default=0))
     return _newest(objects.rows, changes.rows, report)
 
 
@@ -315,11 +304,11 @@ def _page_size(path: Path) -> int:
     return 65536 if size == 1 else size if size >= 512 else 4096
 
 
-def _gaps(rvs: list[int]) -> list[tuple[int, int]]:
-    """Runs of resourceVersions missing from a change log read in order (the log is dense:
-    every write takes the next number)."""
+def _gaps(logged: list[int], highest: int) -> list[tuple[int, int]]:
+    """Runs of resourceVersions up to `highest` missing from the (sorted) change log read:
+    the log is dense, every write takes the next number."""
     gaps, expected = [], 1
-    for rv in rvs:
+    for rv in [*logged, highest + 1]:
         if rv > expected:
             gaps.append((expected, rv - 1))
         expected = max(expected, rv + 1)
@@ -409,16 +398,20 @@ def backup(path: Path, dest: Path) -> CheckReport:
     if not path.exists():
         raise StoreError(f"store {path} does not exist: nothing to back up")
     _checked(path, "store", "repair it first (or copy the files as they are)")
-    store = SqliteStore(path)
+    copy = storefile.scratch_path(dest, "backup")
     try:
-        store.backup_to(dest)
+        store = SqliteStore(path)
+        try:
+            store.backup_to(copy)
+        finally:
+            store.close()
+        report = _checked(copy, "the backup", "")
+        os.link(copy, dest)
+    except FileExistsError:
+        raise StoreError(f"{dest} exists already: a backup never replaces a file") from None
     finally:
-        store.close()
-    try:
-        return _checked(dest, "backup", "")
-    except StoreError:
-        storefile.remove_with_log(dest)
-        raise
+        storefile.remove_with_log(copy)
+    return report
 
 
 def restore(backup_file: Path, path: Path) -> Path | None:

@@ -9,14 +9,13 @@ while one writer commits. The change log's row id is the cluster-wide resourceVe
 from __future__ import annotations
 
 import builtins
-import os
 import random
 import sqlite3
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -76,24 +75,17 @@ class SqliteStore:
             self._db.close()
 
     def backup_to(self, dest: Path) -> None:
-        """Copy the store to a new file `dest` through SQLite's online backup (a consistent
-        snapshot; writers go on). Built aside and linked into place: never over a file."""
-        scratch = storefile.scratch_path(dest, "backup")
+        """Copy the store to the new file `dest` through SQLite's online backup: a
+        consistent snapshot while writers go on."""
+        if dest.exists():
+            raise StoreError(f"{dest} exists already: a backup never replaces a file")
         try:
-            target = sqlite3.connect(scratch)
-            try:
+            with closing(sqlite3.connect(dest)) as target:
                 with self._lock:
                     self._db.backup(target)
                 target.execute("PRAGMA journal_mode=WAL")
-            finally:
-                target.close()
-            os.link(scratch, dest)
-        except FileExistsError:
-            raise StoreError(f"{dest} exists already: a backup never replaces a file") from None
         except sqlite3.Error as err:
             raise storefile.translate(self.path, err) from None
-        finally:
-            storefile.remove_with_log(scratch)
 
     # --- reads ------------------------------------------------------------------------
 

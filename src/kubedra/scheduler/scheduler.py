@@ -177,7 +177,7 @@ class Scheduler:
         try:
             self._bind(pod, candidate.node)
         except (Conflict, NotFound) as refused:
-            return self._unreserve(pod, refused)
+            return self._unreserve(pod, claims, refused)
         self.queue.scheduled(key)
         self.policy.observe(len(candidate.refs))
         return Outcome(
@@ -610,15 +610,25 @@ class Scheduler:
         if self._usage is not None:
             add_requests(self._usage.setdefault(node, {}), pod)
 
-    def _unreserve(self, pod: Pod, refused: StoreError) -> Outcome:
+    def _unreserve(self, pod: Pod, claims: list[ResourceClaim], refused: StoreError) -> Outcome:
         """Binding was refused: the pod was deleted, re-created under its name, or bound by
-        someone else since its claims were written. As upstream's Unreserve, its
-        reservations are dropped (a claim nobody else holds is freed), and the pod that now
-        has the name, if any and pending, is queued afresh (the same pod backs off)."""
+        someone else since its claims were written. As upstream's Unreserve, the pod's
+        reservations are dropped from those claims (a claim nobody else holds is freed, and
+        deleted if it was generated for a pod that is gone), and the pod that now has the
+        name, if any and pending, is queued afresh (the same pod backs off)."""
         key = pod_key(pod)
+        self.refresh()
+        pods = {p.metadata.uid: p for p in self._cache.of(Pod).values() if isinstance(p, Pod)}
+        for claim in claims:
+            current = self._cache.of(ResourceClaim).get((claim.namespace, claim.name))
+            if isinstance(current, ResourceClaim) and current.status is not None:
+                held = current.status.reserved_for
+                live = tuple(r for r in held if r.uid != pod.metadata.uid)
+                if len(live) < len(held):
+                    self._release(current, live, pods)
+        self._invalidate()  # allocations changed under the cached views
         self.queue.remove(key)
         self.refresh()
-        self.release_ended()
         current = self._cache.of(Pod).get(key)
         if isinstance(current, Pod) and self._is_pending(current):
             self.queue.add(current)
