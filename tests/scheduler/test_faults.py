@@ -173,3 +173,15 @@ def test_a_scheduler_killed_before_binding_leaves_nothing_reserved_once_the_pod_
     assert store.get(ResourceClaim, claim.name).metadata.deletion_timestamp  # held by the finalizer
     Scheduler(store).run_once()
     assert store.list(ResourceClaim) == [] and settled(store) == []
+
+
+def test_a_binding_another_scheduler_completed_from_our_reservations_is_kept(store: WindowStore) -> None:
+    """Regression: a second scheduler that finds the claims reserved for a pending pod binds
+    it (crash recovery); the first one's binding is then refused as "already assigned", and
+    dropping the reservations then would leave a bound pod without its devices."""
+    gpu_pod(store, "victim", template="two")
+    store.meanwhile = lambda s: Scheduler(s).run_once() and None
+    (outcome,) = Scheduler(store).run_once()
+    assert outcome.message == "bound to n1 by another scheduler"
+    assert store.get(Pod, "victim").spec.node_name == "n1"
+    assert always(store) == [] and settled(store) == []

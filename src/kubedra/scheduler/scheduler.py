@@ -177,7 +177,7 @@ class Scheduler:
         try:
             self._bind(pod, candidate.node)
         except (Conflict, NotFound) as refused:
-            return self._unreserve(pod, claims, refused)
+            return self._unreserve(pod, claims, candidate.node, refused)
         self.queue.scheduled(key)
         self.policy.observe(len(candidate.refs))
         return Outcome(
@@ -610,14 +610,38 @@ class Scheduler:
         if self._usage is not None:
             add_requests(self._usage.setdefault(node, {}), pod)
 
-    def _unreserve(self, pod: Pod, claims: list[ResourceClaim], refused: StoreError) -> Outcome:
+    def _unreserve(
+        self, pod: Pod, claims: list[ResourceClaim], node: str, refused: StoreError
+    ) -> Outcome:
         """Binding was refused: the pod was deleted, re-created under its name, or bound by
         someone else since its claims were written. As upstream's Unreserve, the pod's
         reservations are dropped from those claims (a claim nobody else holds is freed, and
         deleted if it was generated for a pod that is gone), and the pod that now has the
-        name, if any and pending, is queued afresh (the same pod backs off)."""
+        name, if any and pending, is queued afresh (the same pod backs off). Unless another
+        scheduler bound this very pod to `node` from these reservations (as after a crash):
+        then it is done."""
         key = pod_key(pod)
         self.refresh()
+        current = self._cache.of(Pod).get(key)
+        name = f"{key[0]}/{key[1]}"
+        if (
+            isinstance(current, Pod)
+            and current.metadata.uid == pod.metadata.uid
+            and current.spec.node_name == node
+        ):
+            self.queue.scheduled(key)
+            return Outcome(name, None, f"bound to {node} by another scheduler")
+        self._drop_reservations(pod, claims)
+        self.queue.remove(key)
+        self.refresh()
+        current = self._cache.of(Pod).get(key)
+        if isinstance(current, Pod) and self._is_pending(current):
+            self.queue.add(current)
+            if current.metadata.uid == pod.metadata.uid:
+                self.queue.unschedulable(current)
+        return Outcome(name, None, f"binding refused, retried: {refused}")
+
+    def _drop_reservations(self, pod: Pod, claims: list[ResourceClaim]) -> None:
         pods = {p.metadata.uid: p for p in self._cache.of(Pod).values() if isinstance(p, Pod)}
         for claim in claims:
             current = self._cache.of(ResourceClaim).get((claim.namespace, claim.name))
@@ -627,14 +651,6 @@ class Scheduler:
                 if len(live) < len(held):
                     self._release(current, live, pods)
         self._invalidate()  # allocations changed under the cached views
-        self.queue.remove(key)
-        self.refresh()
-        current = self._cache.of(Pod).get(key)
-        if isinstance(current, Pod) and self._is_pending(current):
-            self.queue.add(current)
-            if current.metadata.uid == pod.metadata.uid:
-                self.queue.unschedulable(current)
-        return Outcome(f"{key[0]}/{key[1]}", None, f"binding refused, retried: {refused}")
 
     def _unschedulable(self, pod: Pod, message: str) -> Outcome:
         self.queue.unschedulable(pod)
