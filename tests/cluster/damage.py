@@ -54,7 +54,8 @@ def snapshot(path: Path) -> dict[str, str]:
     return files
 
 
-def _sql(path: Path, *statements: str) -> None:
+def sql(path: Path, *statements: str) -> None:
+    """Run SQL on the store file directly (as a damaging tool or editor would)."""
     db = sqlite3.connect(path, isolation_level=None)
     try:
         for statement in statements:
@@ -99,36 +100,36 @@ def directory(path: Path) -> None:
 
 
 def foreign(path: Path) -> None:
-    _sql(path, "PRAGMA application_id=1234", "CREATE TABLE t (x)")
+    sql(path, "PRAGMA application_id=1234", "CREATE TABLE t (x)")
 
 
 def no_tables(path: Path) -> None:
-    _sql(path, "PRAGMA user_version=0", "CREATE TABLE other (x)", "DROP TABLE other")
+    sql(path, "PRAGMA user_version=0", "CREATE TABLE other (x)", "DROP TABLE other")
 
 
 def other_schema(path: Path) -> None:
-    _sql(path, "CREATE TABLE objects (a, b)", "CREATE TABLE changes (c)")
+    sql(path, "CREATE TABLE objects (a, b)", "CREATE TABLE changes (c)")
 
 
 def newer_schema(path: Path) -> None:
     healthy(path, nodes=1)
-    _sql(path, "PRAGMA user_version=99")
+    sql(path, "PRAGMA user_version=99")
 
 
 def bad_json_row(path: Path) -> None:
     healthy(path)
-    _sql(path, "UPDATE objects SET data=CAST('{\"kind\": 3' AS BLOB) WHERE name='node-03'")
+    sql(path, "UPDATE objects SET data=CAST('{\"kind\": 3' AS BLOB) WHERE name='node-03'")
 
 
 def wrong_kind_row(path: Path) -> None:
     healthy(path)
     data = '{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}'
-    _sql(path, f"UPDATE objects SET data=CAST('{data}' AS BLOB) WHERE name='node-04'")
+    sql(path, f"UPDATE objects SET data=CAST('{data}' AS BLOB) WHERE name='node-04'")
 
 
 def text_row(path: Path) -> None:
     healthy(path)
-    _sql(path, "UPDATE objects SET data='not json' WHERE name='node-05'")
+    sql(path, "UPDATE objects SET data='not json' WHERE name='node-05'")
 
 
 def damaged_pages(path: Path) -> None:

@@ -21,7 +21,7 @@ from kubedra.cluster import SqliteStore, storefile
 from kubedra.cluster.wal import log_path
 from kubedra.errors import DamagedStore, StoreError
 from tests.cli.test_lint import kubedra
-from tests.cluster.damage import DAMAGES, LOGGED, NODES, healthy, make, node, snapshot
+from tests.cluster.damage import DAMAGES, LOGGED, NODES, healthy, make, node, snapshot, sql
 
 # Damage that only shows when the damaged part is read (opening succeeds).
 READ_TIME = ("bad-json-row", "wrong-kind-row", "text-row", "damaged-pages")
@@ -111,10 +111,7 @@ def test_a_damaged_row_is_named_and_the_other_objects_still_read(tmp_path: Path)
 def test_every_damaged_row_of_a_list_is_named(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     healthy(path)
-    db = sqlite3.connect(path)
-    db.execute("UPDATE objects SET data=CAST('[' AS BLOB) WHERE name IN ('node-01', 'node-07')")
-    db.commit()
-    db.close()
+    sql(path, "UPDATE objects SET data=CAST('[' AS BLOB) WHERE name IN ('node-01', 'node-07')")
     with pytest.raises(DamagedStore, match=r"cannot read 2 stored objects: Node node-01: .*; Node node-07: "):
         SqliteStore(path).list(Node)
 
@@ -122,10 +119,7 @@ def test_every_damaged_row_of_a_list_is_named(tmp_path: Path) -> None:
 def test_a_damaged_change_log_row_is_named(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     healthy(path)
-    db = sqlite3.connect(path)
-    db.execute("UPDATE changes SET data=CAST('{' AS BLOB) WHERE rv=5")
-    db.commit()
-    db.close()
+    sql(path, "UPDATE changes SET data=CAST('{' AS BLOB) WHERE rv=5")
     with pytest.raises(DamagedStore, match=r"change-log row: change 5 \(Node ADDED\)"):
         SqliteStore(path).changes(0)
 

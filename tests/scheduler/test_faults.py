@@ -19,7 +19,7 @@ from kubedra.api.core import Pod
 from kubedra.api.resource import ResourceClaim
 from kubedra.cluster import SqliteStore
 from kubedra.scheduler.scheduler import Scheduler
-from tests.scheduler.cluster import GPU_CLASS, gpu_node, gpu_pod, gpu_template
+from tests.scheduler.cluster import GPU_CLASS, gpu_node, gpu_pod, gpu_template, user_claim
 from tests.scheduler.invariants import always, settled
 
 
@@ -123,11 +123,7 @@ def test_a_pod_recreated_under_its_name_is_scheduled_for_itself(store: WindowSto
 
 
 def test_a_shared_claim_keeps_its_other_pods_when_one_is_deleted_before_binding(store: WindowStore) -> None:
-    store.create(decode_object({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-        "metadata": {"name": "shared", "namespace": "default"},
-        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu", "count": 1}}]}},
-    }).obj)
+    user_claim(store, "shared")
     gpu_pod(store, "first", claim="shared")
     scheduler = Scheduler(store)
     assert scheduler.run_once()[0].node == "n1"
@@ -141,11 +137,7 @@ def test_a_shared_claim_keeps_its_other_pods_when_one_is_deleted_before_binding(
 
 
 def test_a_claim_being_deleted_is_not_allocated_and_is_freed_once_unheld(store: WindowStore) -> None:
-    store.create(decode_object({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-        "metadata": {"name": "mine", "namespace": "default"},
-        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu", "count": 1}}]}},
-    }).obj)
+    user_claim(store, "mine")
     gpu_pod(store, "user", claim="mine")
     scheduler = Scheduler(store)
     assert scheduler.run_once()[0].node == "n1"
