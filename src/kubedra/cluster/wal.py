@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -99,16 +98,17 @@ def read_header(data: bytes) -> LogHeader | None:
     return LogHeader(big_endian, page_size, data[16:24], stored)
 
 
-def _frames(log: BinaryIO, header: LogHeader, size: int) -> Iterator[Frame]:
+def _frames(log: BinaryIO, header: LogHeader, first: int = 1) -> list[Frame]:
+    """The complete frames from number `first` on (their headers), in one read."""
     step = FRAME_HEADER_SIZE + header.page_size
-    for number in range(1, (size - HEADER_SIZE) // step + 1):
-        log.seek(HEADER_SIZE + (number - 1) * step)
-        head = log.read(FRAME_HEADER_SIZE)
-        if len(head) < FRAME_HEADER_SIZE:
-            return
-        _, db_size = struct.unpack_from(">2I", head)
-        current = head[8:16] == header.salts
-        yield Frame(number, db_size != 0, current, struct.unpack_from(">2I", head, 16))
+    log.seek(HEADER_SIZE + (first - 1) * step)
+    data = memoryview(log.read())
+    frames = []
+    for number, at in enumerate(range(0, len(data) - step + 1, step), start=first):
+        _, db_size, salt1, salt2, sum1, sum2 = struct.unpack_from(">6I", data, at)
+        current = struct.pack(">2I", salt1, salt2) == header.salts
+        frames.append(Frame(number, db_size != 0, current, (sum1, sum2)))
+    return frames
 
 
 def _frame_sum(frame: bytes, big_endian: bool, seed: tuple[int, int]) -> tuple[int, int]:
@@ -127,16 +127,19 @@ def _frame_checks_out(
     return _frame_sum(data, header.big_endian, seed) == frame.checksum
 
 
-def _lost_after(log: BinaryIO, header: LogHeader, frames: list[Frame], start: int) -> int:
-    """Commit frames after frame `start` that check out against their predecessor's
-    claimed sum. A writer that dies mid-transaction never leaves one (its commit frame is
-    its last write, and once written the transaction is committed), so each is a committed
-    transaction cut off from the log by damage before it."""
+def _lost_after(log: BinaryIO, header: LogHeader, frames: list[Frame], accepted: int) -> int:
+    """Commit frames after frame `accepted` that check out against their predecessor's
+    claimed sum (`frames` runs on from some frame up to `accepted`, or from the first). A
+    writer that dies mid-transaction never leaves one (its commit frame is its last write,
+    and once written the transaction is committed), so each is a committed transaction cut
+    off from the log by damage before it."""
     lost = 0
-    for frame in frames[start:]:
-        if frame.commit and frame.current:
-            seed = frames[frame.number - 2].checksum if frame.number > 1 else header.checksum
-            lost += _frame_checks_out(log, header, frame, seed)
+    claimed = {frame.number: frame.checksum for frame in frames}
+    claimed[0] = header.checksum
+    for frame in frames:
+        if frame.number > accepted and frame.commit and frame.current:
+            seed = claimed.get(frame.number - 1)
+            lost += seed is not None and _frame_checks_out(log, header, frame, seed)
     return lost
 
 
@@ -169,10 +172,14 @@ def _look(store: Path) -> str | None:
         header = read_header(log.read(HEADER_SIZE))
         if header is None:
             return f"its write-ahead log {log_file} has no valid header ({size} bytes)"
-        frames = list(_frames(log, header, size))  # before the index: see quick_problem
+        hint = _accepted_frames(store, header)
+        if hint is None:
+            return None  # no index for this log yet: nothing to compare with
+        # Frames read before the index (see quick_problem), from the last accepted one on.
+        frames = _frames(log, header, max(hint, 1))
         accepted = _accepted_frames(store, header)
         if accepted is None:
-            return None  # no index for this log yet: nothing to compare with
+            return None  # the log was restarted meanwhile
         lost = _lost_after(log, header, frames, accepted)
     if lost:
         return (
@@ -207,7 +214,7 @@ def full_report(log_file: Path) -> LogReport | str:
         header = read_header(log.read(HEADER_SIZE))
         if header is None:
             return f"no valid header ({size} bytes)"
-        frames = list(_frames(log, header, size))
+        frames = _frames(log, header)
         seed, accepted, first_bad = header.checksum, 0, None
         for frame in frames:
             if not _frame_checks_out(log, header, frame, seed):
