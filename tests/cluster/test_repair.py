@@ -92,7 +92,7 @@ def test_a_healthy_store_is_not_rebuilt_unless_forced(tmp_path: Path) -> None:
     assert forced is not None and sum(forced.objects.values()) == NODES and forced.lines()[-1] == "lost: nothing that kubedra can tell"
 
 
-def test_repair_refuses_a_store_in_use_a_directory_and_another_programs_database(tmp_path: Path) -> None:
+def test_repair_refuses_a_store_in_use_a_directory_another_programs_database_and_a_newer_one(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     make("bad-json-row", path)
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
@@ -116,6 +116,11 @@ def test_repair_refuses_a_store_in_use_a_directory_and_another_programs_database
     make("foreign", tmp_path / "other.db")
     with pytest.raises(StoreError, match="another program"):
         repair.repair(tmp_path / "other.db")
+    make("newer-schema", tmp_path / "newer.db")
+    before = snapshot(tmp_path / "newer.db")
+    with pytest.raises(StoreError, match="schema version 99, newer than this kubedra's 1"):
+        repair.repair(tmp_path / "newer.db")
+    assert snapshot(tmp_path / "newer.db") == before
 
 
 def test_backup_is_consistent_while_a_writer_goes_on_and_restore_installs_it(tmp_path: Path) -> None:

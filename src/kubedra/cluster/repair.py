@@ -247,12 +247,18 @@ def _refuse_unrepairable(path: Path) -> None:
     try:
         with closing(storefile.open_connection(path, "ro")) as db:
             (owner,) = db.execute("PRAGMA application_id").fetchone()
+            (version,) = db.execute("PRAGMA user_version").fetchone()
     except (StoreError, sqlite3.Error):
         return  # unreadable: repairable
     if owner not in (0, storefile.APPLICATION_ID):
         raise StoreError(
             f"{path} is an SQLite database of another program (application_id {owner:#x}): "
             "kubedra does not repair it"
+        )
+    if version > storefile.SCHEMA_VERSION:
+        raise StoreError(
+            f"store {path} has schema version {version}, newer than this kubedra's "
+            f"{storefile.SCHEMA_VERSION}: repair it with the kubedra that made it"
         )
 
 
