@@ -117,29 +117,21 @@ def check(path: Path) -> CheckReport:
     except StoreError as err:
         report.problems.append(str(err))
         return report
-    log = wal.log_path(path)
-    if log.exists() and log.stat().st_size:
-        found = wal.full_report(log)
-        if isinstance(found, str):
-            report.problems.append(f"write-ahead log {log}: {found}")
-        else:
-            report.log_frames = found.frames
-            if found.problem():
-                report.problems.append(f"write-ahead log {log}: {found.problem()}")
-    with closing(storefile.open_connection(path, "ro")) as db:
-        try:
+    _check_log(path, report)
+    try:
+        with closing(storefile.open_connection(path, "ro")) as db:
             storefile.check_identity(db, path)
             integrity = [row[0] for row in db.execute("PRAGMA integrity_check(20)")]
-        except StoreError as err:
-            report.problems.append(str(err))
-            return report
-        except sqlite3.Error as err:
-            report.problems.append(str(storefile.translate(path, err)))
-            return report
-        if integrity != ["ok"]:
-            report.problems += [f"integrity_check: {line}" for line in integrity]
-        objects = readable_rows(db, "objects", "kind, namespace, name, data")
-        changes = readable_rows(db, "changes", "rv, type, kind, data")
+            objects = readable_rows(db, "objects", "kind, namespace, name, data")
+            changes = readable_rows(db, "changes", "rv, type, kind, data")
+    except StoreError as err:
+        report.problems.append(str(err))
+        return report
+    except sqlite3.Error as err:
+        report.problems.append(str(storefile.translate(path, err)))
+        return report
+    if integrity != ["ok"]:
+        report.problems += [f"integrity_check: {line}" for line in integrity]
     report.objects, report.changes = len(objects.rows), len(changes.rows)
     report.problems += [p for p in (objects.problem(), changes.problem()) if p]
     for kind, namespace, name, data in objects.rows:
@@ -147,6 +139,24 @@ def check(path: Path) -> CheckReport:
     for rv, change, kind, data in changes.rows:
         report.problems += _undecodable(f"change {rv} ({kind} {change})", kind, data)
     return report
+
+
+def _check_log(path: Path, report: CheckReport) -> None:
+    report.log_frames, problem = log_finding(path)
+    if problem:
+        report.problems.append(f"write-ahead log {wal.log_path(path)}: {problem}")
+
+
+def log_finding(path: Path) -> tuple[int, str | None]:
+    """The store's write-ahead log read frame by frame, as SQLite's recovery reads it: how
+    many frames, and what is wrong with it (None: nothing, or no log)."""
+    log = wal.log_path(path)
+    if not log.exists() or not log.stat().st_size:
+        return 0, None
+    found = wal.full_report(log)
+    if isinstance(found, str):
+        return 0, found
+    return found.frames, found.problem()
 
 
 def _undecodable(who: str, kind: str, data: object) -> list[str]:
@@ -217,10 +227,7 @@ def repair(path: Path, force: bool = False) -> RepairReport | None:
     if not force and not check(path).problems:
         return None
     report = RepairReport(aside=keep_aside(path, "damaged"))
-    log = wal.log_path(report.aside)
-    if log.exists() and log.stat().st_size:
-        found = wal.full_report(log)
-        report.log_problem = found if isinstance(found, str) else found.problem()
+    _, report.log_problem = log_finding(report.aside)
     versions, changes = _salvage(report.aside, report)
     rebuilt = storefile.scratch_path(path, "repaired")
     try:

@@ -154,7 +154,7 @@ def check_file(path: Path) -> bool:
     if path.is_dir():
         raise StoreError(f"store {path} is a directory, not a store file")
     if not path.exists():
-        raise StoreError(f"store {path} does not exist (it was removed while opening)")
+        raise StoreError(f"store {path} does not exist")
     if not path.is_file():
         raise StoreError(f"store {path} is not a regular file")
     size = path.stat().st_size
