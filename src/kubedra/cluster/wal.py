@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TypeVar
+
+T = TypeVar("T")
 
 MAGICS = (0x377F0682, 0x377F0683)  # the low bit: checksums over big-endian words
 FORMAT_VERSION = 3007000
@@ -98,17 +101,50 @@ def read_header(data: bytes) -> LogHeader | None:
     return LogHeader(big_endian, page_size, data[16:24], stored)
 
 
-def _frames(log: BinaryIO, header: LogHeader, first: int = 1) -> list[Frame]:
-    """The complete frames from number `first` on (their headers), in one read."""
-    step = FRAME_HEADER_SIZE + header.page_size
-    log.seek(HEADER_SIZE + (first - 1) * step)
-    data = memoryview(log.read())
-    frames = []
-    for number, at in enumerate(range(0, len(data) - step + 1, step), start=first):
-        _, db_size, salt1, salt2, sum1, sum2 = struct.unpack_from(">6I", data, at)
-        current = struct.pack(">2I", salt1, salt2) == header.salts
-        frames.append(Frame(number, db_size != 0, current, (sum1, sum2)))
-    return frames
+@dataclass(frozen=True, slots=True)
+class _Image:
+    """The frames of a log as one read saw them: `data` starts at frame `first`."""
+
+    header: LogHeader
+    first: int
+    data: bytes
+
+    @property
+    def step(self) -> int:
+        return FRAME_HEADER_SIZE + self.header.page_size
+
+    def frames(self, current_only: bool = False) -> list[Frame]:
+        """The complete frames (their headers); only those with the header's salts if
+        `current_only` (a restarted log is mostly frames left over from before)."""
+        out, view, salts = [], memoryview(self.data), self.header.salts
+        for number, at in enumerate(range(0, len(view) - self.step + 1, self.step), self.first):
+            current = view[at + 8 : at + 16] == salts
+            if current or not current_only:
+                _, db_size, _, _, sum1, sum2 = struct.unpack_from(">6I", view, at)
+                out.append(Frame(number, db_size != 0, current, (sum1, sum2)))
+        return out
+
+    def checks_out(self, frame: Frame, seed: tuple[int, int]) -> bool:
+        """Whether the frame's checksum follows from `seed` (its predecessor's running sum)."""
+        at = (frame.number - self.first) * self.step
+        raw = self.data[at : at + self.step]
+        big_endian = self.header.big_endian
+        return frame.current and _frame_sum(raw, big_endian, seed) == frame.checksum
+
+    def lost_after(self, frames: list[Frame], accepted: int) -> int:
+        """Commit frames after frame `accepted` that check out against their predecessor's
+        claimed sum (`frames` run on from frame `accepted`, or from the first). A writer
+        that dies mid-transaction never leaves one (its commit frame is its last write,
+        and once written the transaction is committed), so each is a committed transaction
+        cut off from the log by damage before it."""
+        claimed = {frame.number: frame.checksum for frame in frames}
+        claimed[0] = self.header.checksum
+        lost = 0
+        for frame in frames:
+            if frame.number > accepted and frame.commit and frame.current:
+                seed = claimed.get(frame.number - 1)
+                lost += seed is not None and self.checks_out(frame, seed)
+        return lost
 
 
 def _frame_sum(frame: bytes, big_endian: bool, seed: tuple[int, int]) -> tuple[int, int]:
@@ -116,48 +152,23 @@ def _frame_sum(frame: bytes, big_endian: bool, seed: tuple[int, int]) -> tuple[i
     return checksum(frame[FRAME_HEADER_SIZE:], big_endian, checksum(frame[:8], big_endian, seed))
 
 
-def _frame_checks_out(
-    log: BinaryIO, header: LogHeader, frame: Frame, seed: tuple[int, int]
-) -> bool:
-    """Whether the frame's checksum follows from `seed` (its predecessor's running sum)."""
-    log.seek(HEADER_SIZE + (frame.number - 1) * (FRAME_HEADER_SIZE + header.page_size))
-    data = log.read(FRAME_HEADER_SIZE + header.page_size)
-    if len(data) < FRAME_HEADER_SIZE + header.page_size or not frame.current:
-        return False
-    return _frame_sum(data, header.big_endian, seed) == frame.checksum
+def _settled(look: Callable[[], T], fault: Callable[[T], bool], tries: int = 3) -> T:
+    """What `look` finds, a fault only if it is still there after `tries` looks 20 ms
+    apart: a log being written shows a commit in flight or a torn header for an instant."""
+    found = look()
+    for _ in range(tries - 1):
+        if not fault(found):
+            break
+        time.sleep(0.02)
+        found = look()
+    return found
 
 
-def _lost_after(log: BinaryIO, header: LogHeader, frames: list[Frame], accepted: int) -> int:
-    """Commit frames after frame `accepted` that check out against their predecessor's
-    claimed sum (`frames` runs on from some frame up to `accepted`, or from the first). A
-    writer that dies mid-transaction never leaves one (its commit frame is its last write,
-    and once written the transaction is committed), so each is a committed transaction cut
-    off from the log by damage before it."""
-    lost = 0
-    claimed = {frame.number: frame.checksum for frame in frames}
-    claimed[0] = header.checksum
-    for frame in frames:
-        if frame.number > accepted and frame.commit and frame.current:
-            seed = claimed.get(frame.number - 1)
-            lost += seed is not None and _frame_checks_out(log, header, frame, seed)
-    return lost
-
-
-def quick_problem(store: Path, tries: int = 3) -> str | None:
+def quick_problem(store: Path) -> str | None:
     """What is wrong with the store's log, cheaply (frame headers only, and the checksum of
     a frame only where one is suspect); None when it is fine or absent. It compares the log
-    with SQLite's own index of it, so the caller must have read the store first. A commit
-    in flight (its frame written, the index not yet updated) looks like damage for an
-    instant, and a log being restarted may show a torn header: a problem counts only if it
-    is still there after `tries` looks, 20 ms apart."""
-    problem = None
-    for attempt in range(tries):
-        if attempt:
-            time.sleep(0.02)
-        problem = _look(store)
-        if problem is None:
-            return None
-    return problem
+    with SQLite's own index of it, so the caller must have read the store first."""
+    return _settled(lambda: _look(store), lambda problem: problem is not None)
 
 
 def _look(store: Path) -> str | None:
@@ -175,12 +186,15 @@ def _look(store: Path) -> str | None:
         hint = _accepted_frames(store, header)
         if hint is None:
             return None  # no index for this log yet: nothing to compare with
-        # Frames read before the index (see quick_problem), from the last accepted one on.
-        frames = _frames(log, header, max(hint, 1))
-        accepted = _accepted_frames(store, header)
-        if accepted is None:
-            return None  # the log was restarted meanwhile
-        lost = _lost_after(log, header, frames, accepted)
+        # From the last accepted frame on, read before the index is read again: a commit
+        # seen in the log has then (all but an instant) reached the index.
+        first = max(hint, 1)
+        log.seek(HEADER_SIZE + (first - 1) * (FRAME_HEADER_SIZE + header.page_size))
+        image = _Image(header, first, log.read())
+    accepted = _accepted_frames(store, header)
+    if accepted is None:
+        return None  # the log was restarted meanwhile
+    lost = image.lost_after(image.frames(current_only=True), accepted)
     if lost:
         return (
             f"its write-ahead log {log_file} is damaged after frame {accepted}: "
@@ -208,22 +222,31 @@ def _accepted_frames(store: Path, header: LogHeader) -> int | None:
 
 def full_report(log_file: Path) -> LogReport | str:
     """Every frame's checksum, as SQLite's recovery reads them (for `kubedra store check`
-    and repair: about 0.2 s per 1,000 frames); a string when the header is not valid."""
-    size = log_file.stat().st_size
-    with open(log_file, "rb") as log:
-        header = read_header(log.read(HEADER_SIZE))
-        if header is None:
-            return f"no valid header ({size} bytes)"
-        frames = _frames(log, header)
-        seed, accepted, first_bad = header.checksum, 0, None
-        for frame in frames:
-            if not _frame_checks_out(log, header, frame, seed):
-                first_bad = frame.number
-                break
-            seed = frame.checksum
-            if frame.commit:
-                accepted = frame.number
-        lost = _lost_after(log, header, frames, accepted) if first_bad is not None else 0
+    and repair: about 0.2 s per 1,000 frames); a string when the header is not valid. A
+    live log is read whole at once, and a fault must be there in three reads."""
+    return _settled(lambda: _full_report_once(log_file), _is_fault)
+
+
+def _is_fault(report: LogReport | str) -> bool:
+    return isinstance(report, str) or report.lost > 0
+
+
+def _full_report_once(log_file: Path) -> LogReport | str:
+    data = log_file.read_bytes()
+    header = read_header(data)
+    if header is None:
+        return f"no valid header ({len(data)} bytes)"
+    image = _Image(header, 1, data[HEADER_SIZE:])
+    frames = image.frames()
+    seed, accepted, first_bad = header.checksum, 0, None
+    for frame in frames:
+        if not image.checks_out(frame, seed):
+            first_bad = frame.number
+            break
+        seed = frame.checksum
+        if frame.commit:
+            accepted = frame.number
+    lost = image.lost_after(frames, accepted) if first_bad is not None else 0
     return LogReport(len(frames), accepted, lost, first_bad if lost else None)
 
 
