@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test e2e controlplane lint bench clean driver-kills
+.PHONY: demo test e2e controlplane lint bench clean driver-kills store-kills
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ test: lint
 # kill -9 the node driver 100 times during prepares/unprepares (make test runs 6)
 driver-kills: $(STAMP)
 	KUBEDRA_DRIVER_KILLS=100 $(BIN)/python -m pytest tests/driver/test_kill.py
+
+# kill -9 writers and schedulers 60 times over 4 x 500 writes, and apply 60 times (make test: a few)
+store-kills: $(STAMP)
+	KUBEDRA_STORE_KILLS=60 KUBEDRA_APPLY_KILLS=60 $(BIN)/python -m pytest tests/scheduler/test_kills.py tests/cluster/test_apply_kill.py
 
 # The real-cluster tier: upstream's kube-apiserver, kube-controller-manager, kube-scheduler,
 # etcd and kubectl, built from their Go modules into ~/.cache/kubedra on first use (Go 1.26+).

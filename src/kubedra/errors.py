@@ -122,3 +122,7 @@ class AlreadyExists(StoreError):
 
 class Conflict(StoreError):
     """A write raced another one: the resourceVersion given is no longer current."""
+
+
+class DamagedStore(StoreError):
+    """The embedded store's file cannot be trusted: what is wrong, and where."""

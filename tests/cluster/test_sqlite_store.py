@@ -169,3 +169,82 @@ def test_a_killed_writer_leaves_nothing_half_written(store: SqliteStore) -> None
     assert sorted(e.obj.name for e in added) == sorted(n.name for n in nodes)
     assert all(n.metadata.labels["i"] == n.name.removeprefix("node-") for n in nodes)
     again.create(Node(metadata=ObjectMeta(name="after-crash")))
+
+
+FINALIZERS = ("example.com/a", "example.com/b")
+
+
+def owner_ref(obj: Pod | ResourceClaim) -> OwnerReference:
+    return OwnerReference(api_version="v1", kind=obj.KIND, name=obj.name, uid=obj.metadata.uid or "",
+                          controller=True, block_owner_deletion=True)
+
+
+def test_deleting_with_finalizers_marks_the_object_until_the_last_one_is_removed(store: SqliteStore) -> None:
+    created = store.create(with_meta(claim(), finalizers=FINALIZERS))
+    start = store.resource_version()
+    marked = store.delete(ResourceClaim, "train")
+    assert marked.metadata.deletion_timestamp and marked.metadata.deletion_grace_period_seconds == 0
+    assert marked.metadata.generation == (created.metadata.generation or 0) + 1  # as upstream
+    assert store.delete(ResourceClaim, "train") == marked  # deleting again changes nothing
+    assert store.resource_version() == start + 1
+    store.update(with_meta(store.get(ResourceClaim, "train"), finalizers=FINALIZERS[:1]))
+    assert store.get(ResourceClaim, "train").metadata.deletion_timestamp == marked.metadata.deletion_timestamp
+    store.update(with_meta(store.get(ResourceClaim, "train"), finalizers=()))
+    with pytest.raises(NotFound):
+        store.get(ResourceClaim, "train")
+    events = store.changes(start)
+    assert [e.type for e in events] == [EventType.MODIFIED, EventType.MODIFIED, EventType.DELETED]
+    assert events[-1].obj.metadata.finalizers == () and events[-1].obj.metadata.deletion_timestamp
+
+
+def test_cascade_deletes_dependents_like_any_delete_so_finalizers_hold_them(store: SqliteStore) -> None:
+    pod = store.create(decode_object(pod_doc()).obj)
+    held = store.create(with_meta(claim(), name="held", owner_references=(owner_ref(pod),),
+                                  finalizers=FINALIZERS[:1]))
+    store.create(with_meta(claim(), name="free", owner_references=(owner_ref(pod),)))
+    store.create(with_meta(claim(), name="grandchild", owner_references=(owner_ref(held),)))
+    store.delete(Pod, pod.name)
+    left = {c.name: c for c in store.list(ResourceClaim)}
+    assert sorted(left) == ["grandchild", "held"]  # "free" went with its owner
+    assert left["held"].metadata.deletion_timestamp and left["held"].metadata.deletion_grace_period_seconds == 0
+    assert left["grandchild"].metadata.deletion_timestamp is None  # its owner still exists
+    store.update(with_meta(left["held"], finalizers=()))
+    assert store.list(ResourceClaim) == []  # the last finalizer gone: held, then its dependent
+
+
+def test_a_dependent_with_another_owner_only_loses_the_dangling_reference(store: SqliteStore) -> None:
+    first = store.create(decode_object(pod_doc()).obj)
+    doc = pod_doc()
+    doc["metadata"]["name"] = "second"
+    second = store.create(decode_object(doc).obj)
+    shared = with_meta(claim(), owner_references=(owner_ref(first), owner_ref(second)))
+    store.create(shared)
+    store.delete(Pod, first.name)
+    kept = store.get(ResourceClaim, "train")
+    assert [ref.uid for ref in kept.metadata.owner_references] == [second.metadata.uid]
+    assert kept.metadata.deletion_timestamp is None
+    store.delete(Pod, "second")
+    assert store.list(ResourceClaim) == []
+
+
+def test_bind_sets_node_and_condition_with_the_pods_uid_as_precondition(store: SqliteStore) -> None:
+    pod = store.create(decode_object(pod_doc()).obj)
+    start = store.resource_version()
+    bound = store.bind(pod, "node-1")
+    assert bound.spec.node_name == "node-1" and store.get(Pod, pod.name) == bound
+    (condition,) = [c for c in (bound.status.conditions if bound.status else ()) if c.type == "PodScheduled"]
+    assert condition.status == "True" and condition.last_transition_time
+    assert [e.type for e in store.changes(start)] == [EventType.MODIFIED]  # one write
+    with pytest.raises(Conflict, match='is already assigned to node "node-1"'):
+        store.bind(pod, "node-2")
+    store.delete(Pod, pod.name)
+    again = store.create(decode_object(pod_doc()).obj)  # same name, new uid
+    with pytest.raises(Conflict, match=f"Precondition failed: UID in precondition: {pod.metadata.uid}, UID in object meta: {again.metadata.uid}"):
+        store.bind(pod, "node-1")
+    assert store.get(Pod, pod.name).spec.node_name is None
+    store.update(msgspec.structs.replace(again, metadata=msgspec.structs.replace(again.metadata, finalizers=FINALIZERS)))
+    store.delete(Pod, pod.name)
+    with pytest.raises(Conflict, match="is being deleted, cannot be assigned to a host"):
+        store.bind(again, "node-1")
+    with pytest.raises(NotFound):
+        store.bind(msgspec.structs.replace(again, metadata=msgspec.structs.replace(again.metadata, name="gone")), "n")

@@ -66,6 +66,16 @@ def gpu_pod(store: SqliteStore, name: str, template: str | None = None, claim: s
                  **spec}}).obj)
 
 
+def user_claim(store: SqliteStore, name: str, count: int = 1, namespace: str = "default") -> None:
+    """A ResourceClaim made by a user (not from a template) for `count` GPUs."""
+    store.create(decode_object({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": {"requests": [
+            {"name": "gpus", "exactly": {"deviceClassName": "gpu", "count": count}}]}},
+    }).obj)
+
+
 def new_store(tmp_path: Path) -> SqliteStore:
     store = SqliteStore(tmp_path / "state.db")
     store.create(decode_object(GPU_CLASS).obj)

@@ -18,6 +18,7 @@ from kubedra.cli.lint import run_lint
 from kubedra.cli.resources import apply, delete, describe, get
 from kubedra.cli.scheduling import allocate_command, devices, explain, schedule
 from kubedra.cli.sim import sim
+from kubedra.cli.store import store
 from kubedra.cli.ui import ui
 from kubedra.cluster import DEFAULT_PATH
 from kubedra.cluster.connect import Backend
@@ -109,6 +110,7 @@ for command in (
     driver,
     sim,
     ui,
+    store,
 ):
     cli.add_command(command)
 

@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,28 +23,22 @@ from typing import Any
 import msgspec
 
 from kubedra.api.codec import decode_json, to_dict
+from kubedra.api.core import Pod
 from kubedra.api.kinds import BY_KIND, with_type_meta
 from kubedra.api.meta import KubeObject, ObjectMeta
 from kubedra.api.validation.update import check_update
+from kubedra.cluster import storefile
 from kubedra.cluster.selectors import parse_field_selector, parse_label_selector
-from kubedra.cluster.store import DEFAULT_NAMESPACE, EventType, T, WatchEvent
-from kubedra.errors import AlreadyExists, Conflict, NotFound
+from kubedra.cluster.store import (
+    DEFAULT_NAMESPACE,
+    EventType,
+    T,
+    WatchEvent,
+    with_scheduled_condition,
+)
+from kubedra.cluster.storefile import DEFAULT_PATH as DEFAULT_PATH
+from kubedra.errors import AlreadyExists, Conflict, KubedraError, NotFound, StoreError
 
-DEFAULT_PATH = ".kubedra/state.db"
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS objects (
-    kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
-    uid TEXT NOT NULL, rv INTEGER NOT NULL, node_name TEXT, driver TEXT, data BLOB NOT NULL,
-    PRIMARY KEY (kind, namespace, name));
-CREATE INDEX IF NOT EXISTS objects_node ON objects (kind, node_name);
-CREATE INDEX IF NOT EXISTS objects_driver ON objects (kind, driver);
-CREATE TABLE IF NOT EXISTS owners (
-    owner_uid TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS owners_uid ON owners (owner_uid);
-CREATE TABLE IF NOT EXISTS changes (
-    rv INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, kind TEXT NOT NULL,
-    data BLOB NOT NULL);
-"""
 # Kubernetes' generateName suffix alphabet: no vowels (no words), no look-alike characters.
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -67,20 +61,12 @@ class SqliteStore:
         simulator passes its own, so the queue's creation-time order is arrival order)."""
         self.path = Path(path)
         self._clock = clock
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.poll_interval = poll_interval
         self._lock = threading.RLock()
         self._depth = 0
         self._rv_in_tx: int | None = None  # last resourceVersion taken in this transaction
-        self._db = sqlite3.connect(
-            self.path, timeout=60, isolation_level=None, check_same_thread=False
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=60000")
-        with self._write():
-            for statement in filter(str.strip, _SCHEMA.split(";")):
-                self._db.execute(statement)
+        storefile.create(self.path)  # only where no file is: see storefile's rule
+        self._db = storefile.connect(self.path)  # reads only: never waits for a writer
 
     def _timestamp(self) -> str:
         return now_rfc3339(self._clock() if self._clock is not None else None)
@@ -89,16 +75,33 @@ class SqliteStore:
         with self._lock:
             self._db.close()
 
+    def backup_to(self, dest: Path) -> None:
+        """Copy the store to the new file `dest` through SQLite's online backup: a
+        consistent snapshot while writers go on."""
+        if dest.exists():
+            raise StoreError(f"{dest} exists already: a backup never replaces a file")
+        try:
+            with closing(sqlite3.connect(dest)) as target:
+                with self._lock:
+                    self._db.backup(target)
+                target.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.Error as err:
+            raise storefile.translate(self.path, err) from None
+
     # --- reads ------------------------------------------------------------------------
 
     def get(self, cls: type[T], name: str, namespace: str = DEFAULT_NAMESPACE) -> T:
+        namespace = _ns(cls, namespace)
         row = self._db_read(
             "SELECT data FROM objects WHERE kind=? AND namespace=? AND name=?",
-            (cls.KIND, _ns(cls, namespace), name),
+            (cls.KIND, namespace, name),
         )
         if not row:
             raise NotFound(f'{cls.KIND} "{name}" not found')
-        return _decode(cls, row[0][0])
+        (obj,) = self._decode_rows(
+            "object", [(display_name(cls.KIND, namespace, name), cls, row[0][0])]
+        )
+        return obj
 
     def list(
         self,
@@ -116,9 +119,13 @@ class SqliteStore:
             where.append(f"{column}=?")
             args.append(value)
         rows = self._db_read(
-            f"SELECT data FROM objects WHERE {' AND '.join(where)} ORDER BY namespace, name", args
+            f"SELECT namespace, name, data FROM objects WHERE {' AND '.join(where)} "
+            "ORDER BY namespace, name",
+            args,
         )
-        objects = [_decode(cls, data) for (data,) in rows]
+        objects = self._decode_rows(
+            "object", [(display_name(cls.KIND, ns, n), cls, data) for ns, n, data in rows]
+        )
         if label_selector:
             selector = parse_label_selector(label_selector)
             objects = [o for o in objects if selector.matches(o.metadata.labels)]
@@ -139,7 +146,17 @@ class SqliteStore:
             query += f" AND kind IN ({','.join('?' * len(names))})"
             args += names
         rows = self._db_read(query + " ORDER BY rv", args)
-        return [WatchEvent(EventType(t), rv, _decode(BY_KIND[k], d)) for rv, t, k, d in rows]
+        objects = self._decode_rows(
+            "change-log row",
+            [
+                (f"change {rv} ({kind} {change})", BY_KIND.get(kind), d)
+                for rv, change, kind, d in rows
+            ],
+        )
+        return [
+            WatchEvent(EventType(change), rv, obj)
+            for (rv, change, _, _), obj in zip(rows, objects, strict=True)
+        ]
 
     def watch(
         self,
@@ -171,7 +188,7 @@ class SqliteStore:
             raise ValueError(f"{obj.KIND}: metadata.name or metadata.generateName is required")
         with self._write():
             name = meta.name or self._free_name(obj.KIND, namespace, meta.generate_name or "")
-            if self._row(obj.KIND, namespace, name):
+            if self._row(obj.KIND, namespace, name) is not None:
                 raise AlreadyExists(f'{obj.KIND} "{name}" already exists')
             fresh = msgspec.structs.replace(
                 meta,
@@ -197,16 +214,28 @@ class SqliteStore:
     def delete(self, cls: type[T], name: str, namespace: str = DEFAULT_NAMESPACE) -> T:
         """Delete (or, while finalizers remain, mark deleted); owned objects follow."""
         with self._write():
-            stored = self._stored(cls, _ns(cls, namespace), name)
-            if stored.metadata.finalizers:
-                if stored.metadata.deletion_timestamp:
-                    return stored
-                stamp = self._timestamp()
-                meta = msgspec.structs.replace(stored.metadata, deletion_timestamp=stamp)
-                marked = msgspec.structs.replace(stored, metadata=meta)
-                return self._put(marked, EventType.MODIFIED, stored)
-            self._remove(stored)
-            return stored
+            return self._delete_stored(self._stored(cls, _ns(cls, namespace), name))
+
+    def bind(self, pod: Pod, node: str) -> Pod:
+        """Bind a pod to a node, as the API server's `pods/binding` does: the pod's uid is a
+        precondition (a pod re-created under the same name is not bound in the old one's
+        place), a pod being deleted or already bound is refused, and `spec.nodeName` and
+        the PodScheduled=True condition are written together."""
+        with self._write():
+            stored = self._stored(Pod, _ns(Pod, pod.namespace or DEFAULT_NAMESPACE), pod.name)
+            refusal = _binding_refusal(pod, stored)
+            if refusal:
+                raise Conflict(
+                    f'Operation cannot be fulfilled on pods/binding "{pod.name}": {refusal}'
+                )
+            bound = msgspec.structs.replace(
+                stored, spec=msgspec.structs.replace(stored.spec, node_name=node)
+            )
+            return self._put(
+                with_scheduled_condition(bound, "True", "", "", self._timestamp()),
+                EventType.MODIFIED,
+                stored,
+            )
 
     # --- internals --------------------------------------------------------------------
 
@@ -237,31 +266,42 @@ class SqliteStore:
             metadata=msgspec.structs.replace(obj.metadata, resource_version=str(rv)),
         )
         data = msgspec.json.encode(to_dict(obj))
-        spec = getattr(obj, "spec", None)
-        key = (obj.KIND, obj.metadata.namespace or "", obj.metadata.name or "")
+        row = object_row(obj, rv, data)
         self._db.execute(
             "INSERT INTO changes (rv, type, kind, data) VALUES (?,?,?,?)",
             (rv, event.value, obj.KIND, data),
         )
-        self._db.execute(
-            "INSERT OR REPLACE INTO objects VALUES (?,?,?,?,?,?,?,?)",
-            (
-                *key,
-                obj.metadata.uid,
-                rv,
-                getattr(spec, "node_name", None),
-                getattr(spec, "driver", None),
-                data,
-            ),
-        )
+        self._db.execute("INSERT OR REPLACE INTO objects VALUES (?,?,?,?,?,?,?,?)", row)
         owners = [ref.uid for ref in obj.metadata.owner_references]
         before = [ref.uid for ref in previous.metadata.owner_references] if previous else []
         if owners != before:
+            key = row[:3]
             self._db.execute("DELETE FROM owners WHERE kind=? AND namespace=? AND name=?", key)
             self._db.executemany(
                 "INSERT INTO owners VALUES (?,?,?,?)", [(uid, *key) for uid in owners]
             )
         return obj
+
+    def _delete_stored(self, stored: T) -> T:
+        """Upstream's deletion: an object with finalizers is only marked (deletionTimestamp,
+        deletionGracePeriodSeconds 0, generation bumped) and stays until an update removes
+        the last finalizer; one without is removed at once. Deleting it again changes
+        nothing."""
+        meta = stored.metadata
+        if not meta.finalizers:
+            self._remove(stored)
+            return stored
+        if meta.deletion_timestamp:
+            return stored
+        marked = msgspec.structs.replace(
+            meta,
+            deletion_timestamp=self._timestamp(),
+            deletion_grace_period_seconds=0,
+            generation=meta.generation + 1 if meta.generation else meta.generation,
+        )
+        return self._put(
+            msgspec.structs.replace(stored, metadata=marked), EventType.MODIFIED, stored
+        )
 
     def _remove(self, obj: KubeObject) -> None:
         rv = self._next_rv()
@@ -272,14 +312,31 @@ class SqliteStore:
             "INSERT INTO changes (rv, type, kind, data) VALUES (?,?,?,?)",
             (rv, EventType.DELETED.value, obj.KIND, msgspec.json.encode(to_dict(obj))),
         )
-        # Background cascade of upstream's garbage collector: dependents go with their owner.
         owned = self._db.execute(
             "SELECT kind, namespace, name FROM owners WHERE owner_uid=?", (obj.metadata.uid,)
         ).fetchall()
         for kind, namespace, name in owned:
-            row = self._row(kind, namespace, name)
-            if row:
-                self._remove(_decode(BY_KIND[kind], row))
+            if self._row(kind, namespace, name) is not None:
+                self._collect(self._stored(BY_KIND[kind], namespace, name), obj.metadata.uid)
+
+    def _collect(self, dependent: KubeObject, gone: str | None) -> None:
+        """Background cascade, as upstream's garbage collector does it once an owner is
+        gone: a dependent that still has another owner only loses the dangling reference;
+        otherwise it is deleted like any object (so one with finalizers is marked and waits
+        for them)."""
+        refs = dependent.metadata.owner_references
+        others = [ref for ref in refs if ref.uid != gone]
+        if any(self._uid_exists(ref.uid) for ref in others):
+            meta = msgspec.structs.replace(dependent.metadata, owner_references=tuple(others))
+            self._put(
+                msgspec.structs.replace(dependent, metadata=meta), EventType.MODIFIED, dependent
+            )
+            return
+        self._delete_stored(dependent)
+
+    def _uid_exists(self, uid: str | None) -> bool:
+        row = self._db.execute("SELECT 1 FROM objects WHERE uid=? LIMIT 1", (uid,)).fetchone()
+        return row is not None
 
     def _next_rv(self) -> int:
         """The next resourceVersion. Only called inside a write transaction, which holds
@@ -290,29 +347,55 @@ class SqliteStore:
         self._rv_in_tx += 1
         return self._rv_in_tx
 
-    def _row(self, kind: str, namespace: str, name: str) -> bytes | None:
+    def _row(self, kind: str, namespace: str, name: str) -> object | None:
+        """The stored data of an object (as SQLite holds it), or None."""
         row = self._db.execute(
             "SELECT data FROM objects WHERE kind=? AND namespace=? AND name=?",
             (kind, namespace, name),
         ).fetchone()
-        return None if row is None else bytes(row[0])
+        return None if row is None else row[0]
 
     def _stored(self, cls: type[T], namespace: str, name: str) -> T:
         row = self._row(cls.KIND, namespace, name)
         if row is None:
             raise NotFound(f'{cls.KIND} "{name}" not found')
-        return _decode(cls, row)
+        (obj,) = self._decode_rows("object", [(display_name(cls.KIND, namespace, name), cls, row)])
+        return obj
+
+    def _decode_rows(
+        self, what: str, rows: Iterable[tuple[str, type[T] | None, Any]]
+    ) -> builtins.list[T]:
+        """Decode stored rows, each named (`who`) so that a damaged one is reported as
+        that object, never as a traceback; all damaged rows are named at once."""
+        objects, damaged = [], []
+        for who, cls, data in rows:
+            try:
+                objects.append(_decode(cls, data))
+            except DECODE_ERRORS as err:
+                damaged.append(f"{who}: {str(err).splitlines()[0]}")
+        if damaged:
+            listed = "; ".join(damaged[:3]) + (
+                f"; and {len(damaged) - 3} more" if len(damaged) > 3 else ""
+            )
+            plural = "s" if len(damaged) > 1 else ""
+            raise storefile.damaged(
+                self.path, f"cannot read {len(damaged)} stored {what}{plural}: {listed}"
+            )
+        return objects
 
     def _free_name(self, kind: str, namespace: str, prefix: str) -> str:
         for _ in range(100):
             name = prefix + "".join(random.choices(_SUFFIX_ALPHABET, k=5))
-            if not self._row(kind, namespace, name):
+            if self._row(kind, namespace, name) is None:
                 return name
         raise AlreadyExists(f"{kind}: no free name for generateName {prefix!r}")
 
     def _db_read(self, query: str, args: Iterable[Any]) -> builtins.list[Any]:
         with self._lock:
-            return self._db.execute(query, tuple(args)).fetchall()
+            try:
+                return self._db.execute(query, tuple(args)).fetchall()
+            except sqlite3.Error as err:
+                raise storefile.translate(self.path, err) from None
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -332,27 +415,78 @@ class SqliteStore:
                 finally:
                     self._depth -= 1
                 return
-            self._db.execute("BEGIN IMMEDIATE")
-            self._depth = 1
             try:
-                yield
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            finally:
-                self._depth = 0
-                self._rv_in_tx = None
-            self._db.execute("COMMIT")
+                self._db.execute("BEGIN IMMEDIATE")
+                self._depth = 1
+                try:
+                    yield
+                except BaseException:
+                    with suppress(sqlite3.Error):  # a damaged file may refuse this too
+                        self._db.execute("ROLLBACK")
+                    raise
+                finally:
+                    self._depth = 0
+                    self._rv_in_tx = None
+                self._db.execute("COMMIT")
+            except sqlite3.Error as err:
+                raise storefile.translate(self.path, err) from None
 
 
 def _ns(cls: type[KubeObject], namespace: str) -> str:
     return namespace if cls.NAMESPACED else ""
 
 
-def _decode(cls: type[T], data: bytes) -> T:
-    obj = decode_json(bytes(data)).obj
-    assert isinstance(obj, cls)
+def object_row(obj: KubeObject, rv: int, data: bytes) -> tuple[Any, ...]:
+    """The `objects` row of an object stored at resourceVersion `rv` as `data`."""
+    spec = getattr(obj, "spec", None)
+    return (
+        obj.KIND,
+        obj.metadata.namespace or "",
+        obj.metadata.name or "",
+        obj.metadata.uid,
+        rv,
+        getattr(spec, "node_name", None),
+        getattr(spec, "driver", None),
+        data,
+    )
+
+
+DECODE_ERRORS = (ValueError, TypeError, msgspec.MsgspecError, KubedraError)
+
+
+def decode_stored(kind: str, data: object) -> KubeObject:
+    """A stored row's object; raises one of DECODE_ERRORS when it cannot be read."""
+    return _decode(BY_KIND.get(kind), data)
+
+
+def _decode(cls: type[T] | None, data: object) -> T:
+    if cls is None:
+        raise ValueError("not a kind kubedra knows")
+    if not isinstance(data, bytes | str):
+        raise TypeError(f"stored as {type(data).__name__}, not JSON")
+    obj = decode_json(data.encode() if isinstance(data, str) else data).obj
+    if not isinstance(obj, cls):
+        raise ValueError(f"holds a {obj.KIND}, not a {cls.KIND}")
     return obj
+
+
+def _binding_refusal(pod: Pod, stored: Pod) -> str:
+    """Why the API server would refuse to bind `stored` for a scheduler that saw `pod`."""
+    if pod.metadata.uid and pod.metadata.uid != stored.metadata.uid:
+        return (
+            f"Precondition failed: UID in precondition: {pod.metadata.uid}, "
+            f"UID in object meta: {stored.metadata.uid}"
+        )
+    if stored.metadata.deletion_timestamp:
+        return f"pod {pod.name} is being deleted, cannot be assigned to a host"
+    if stored.spec.node_name:
+        return f'pod {pod.name} is already assigned to node "{stored.spec.node_name}"'
+    return ""
+
+
+def display_name(kind: str, namespace: str, name: str) -> str:
+    """`Kind namespace/name`, or `Kind name` for a cluster-scoped object."""
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
 
 
 def _merge(stored: T, new: T, keep_status: bool) -> T:

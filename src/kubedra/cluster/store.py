@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
+import msgspec
+
+from kubedra.api.core import Pod, PodCondition, PodStatus
 from kubedra.api.meta import KubeObject
 
 T = TypeVar("T", bound=KubeObject)
@@ -57,6 +60,11 @@ class Store(Protocol):
 
     def delete(self, cls: type[T], name: str, namespace: str = DEFAULT_NAMESPACE) -> T: ...
 
+    def bind(self, pod: Pod, node: str) -> Pod | None:
+        """`pods/binding`: the bound pod where the backend returns it (the API server
+        answers with a Status, so KubeStore returns None)."""
+        ...
+
     def resource_version(self) -> int: ...
 
     def changes(
@@ -76,3 +84,20 @@ def atomic(store: Store) -> contextlib.AbstractContextManager[Any]:
     server has no transaction over several objects, so there each write stands alone."""
     transaction = getattr(store, "transaction", None)
     return transaction() if callable(transaction) else contextlib.nullcontext()
+
+
+def with_scheduled_condition(pod: Pod, status: str, reason: str, message: str, stamp: str) -> Pod:
+    """The pod with its PodScheduled condition set (others kept; phase Pending if unset)."""
+    st = pod.status or PodStatus()
+    condition = PodCondition(
+        type="PodScheduled",
+        status=status,
+        reason=reason or None,
+        message=message or None,
+        last_transition_time=stamp,
+    )
+    others = tuple(c for c in st.conditions if c.type != "PodScheduled")
+    phase = st.phase or "Pending"
+    return msgspec.structs.replace(
+        pod, status=msgspec.structs.replace(st, phase=phase, conditions=(*others, condition))
+    )

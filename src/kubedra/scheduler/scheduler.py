@@ -4,12 +4,13 @@ One cycle per pod, as the kube-scheduler's DynamicResources plugin runs it: reso
 pod's claims (generating them from templates), filter nodes, run the allocator for all of
 the pod's claims on candidate nodes in the policy's order, score, reserve (the devices are
 taken in memory at once, so the next pod sees them), then write: each claim's finalizer,
-then `status.allocation` + `reservedFor` (upstream's PreBind), then `spec.nodeName` and the
-PodScheduled condition (Bind). Claim writes happen inside one store transaction together
-with the refresh that precedes allocation, so two schedulers on one store never allocate
-from the same stale view; a scheduler that dies after the claims are written and before the
-pod is bound leaves claims reserved for the pod, and the next cycle binds the pod to a node
-that their allocation admits, without allocating again.
+then `status.allocation` + `reservedFor` (upstream's PreBind), then the binding (Bind:
+`spec.nodeName` and the PodScheduled condition, the pod's uid as precondition; a refused
+binding undoes the reservations, as upstream's Unreserve). Claim writes happen inside one
+store transaction together with the refresh that precedes allocation, so two schedulers on
+one store never allocate from the same stale view; a scheduler that dies after the claims
+are written and before the pod is bound leaves claims reserved for the pod, and the next
+cycle binds the pod to a node that their allocation admits, without allocating again.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from kubedra.allocator import (
     NodeInfo,
     allocate,
 )
-from kubedra.api.core import Namespace, Node, Pod, PodCondition, PodStatus
+from kubedra.api.core import Namespace, Node, Pod
 from kubedra.api.meta import KubeObject
 from kubedra.api.quantity import Quantity
 from kubedra.api.resource import (
@@ -44,8 +45,8 @@ from kubedra.api.resource import (
     ResourceSlice,
 )
 from kubedra.cluster.sqlite import now_rfc3339
-from kubedra.cluster.store import Store, T, atomic
-from kubedra.errors import Conflict, NotFound
+from kubedra.cluster.store import Store, T, atomic, with_scheduled_condition
+from kubedra.errors import Conflict, NotFound, StoreError
 from kubedra.scheduler.claims import (
     extended_resource_claim,
     extended_resource_classes,
@@ -169,11 +170,14 @@ class Scheduler:
                     # kept (committed) even though it cannot be placed now, as upstream.
                     return self._unschedulable(pod, str(why))
                 self._write_claims(pod, claims, candidate)
-            self._bind(pod, candidate.node)
-        except Conflict:
+        except (Conflict, NotFound):
             self._invalidate()
             self.queue.unschedulable(pod)
             return Outcome(f"{key[0]}/{key[1]}", None, "conflict: retried later")
+        try:
+            self._bind(pod, candidate.node)
+        except (Conflict, NotFound) as refused:
+            return self._unreserve(pod, claims, candidate.node, refused)
         self.queue.scheduled(key)
         self.policy.observe(len(candidate.refs))
         return Outcome(
@@ -597,23 +601,56 @@ class Scheduler:
         self.view().reserve(refs_of([result]))
 
     def _bind(self, pod: Pod, node: str) -> None:
-        """Bind (spec.nodeName, then the PodScheduled condition) in one store transaction,
-        separate from the claim writes, like upstream's Bind after PreBind."""
-        with atomic(self.store):
-            self._bind_now(pod, node)
-
-    def _bind_now(self, pod: Pod, node: str) -> None:
-        current = self.store.get(Pod, pod.name, pod.namespace)
-        bound = self._mine(
-            self.store.update(
-                msgspec.structs.replace(
-                    current, spec=msgspec.structs.replace(current.spec, node_name=node)
-                )
-            )
-        )
-        bound = self._mine(self.store.update_status(_with_condition(bound, "True", "", "")))
+        """Bind through the store's `pods/binding`, after the claim writes (upstream's Bind
+        after PreBind). The pod's uid is the precondition: the claims are reserved for this
+        pod, not for whatever pod has its name by now."""
+        bound = self.store.bind(pod, node)
+        if bound is not None:
+            self._mine(bound)
         if self._usage is not None:
-            add_requests(self._usage.setdefault(node, {}), bound)
+            add_requests(self._usage.setdefault(node, {}), pod)
+
+    def _unreserve(
+        self, pod: Pod, claims: list[ResourceClaim], node: str, refused: StoreError
+    ) -> Outcome:
+        """Binding was refused: the pod was deleted, re-created under its name, or bound by
+        someone else since its claims were written. As upstream's Unreserve, the pod's
+        reservations are dropped from those claims (a claim nobody else holds is freed, and
+        deleted if it was generated for a pod that is gone), and the pod that now has the
+        name, if any and pending, is queued afresh (the same pod backs off). Unless another
+        scheduler bound this very pod to `node` from these reservations (as after a crash):
+        then it is done."""
+        key = pod_key(pod)
+        self.refresh()
+        current = self._cache.of(Pod).get(key)
+        name = f"{key[0]}/{key[1]}"
+        if (
+            isinstance(current, Pod)
+            and current.metadata.uid == pod.metadata.uid
+            and current.spec.node_name == node
+        ):
+            self.queue.scheduled(key)
+            return Outcome(name, None, f"bound to {node} by another scheduler")
+        self._drop_reservations(pod, claims)
+        self.queue.remove(key)
+        self.refresh()
+        current = self._cache.of(Pod).get(key)
+        if isinstance(current, Pod) and self._is_pending(current):
+            self.queue.add(current)
+            if current.metadata.uid == pod.metadata.uid:
+                self.queue.unschedulable(current)
+        return Outcome(name, None, f"binding refused, retried: {refused}")
+
+    def _drop_reservations(self, pod: Pod, claims: list[ResourceClaim]) -> None:
+        pods = {p.metadata.uid: p for p in self._cache.of(Pod).values() if isinstance(p, Pod)}
+        for claim in claims:
+            current = self._cache.of(ResourceClaim).get((claim.namespace, claim.name))
+            if isinstance(current, ResourceClaim) and current.status is not None:
+                held = current.status.reserved_for
+                live = tuple(r for r in held if r.uid != pod.metadata.uid)
+                if len(live) < len(held):
+                    self._release(current, live, pods)
+        self._invalidate()  # allocations changed under the cached views
 
     def _unschedulable(self, pod: Pod, message: str) -> Outcome:
         self.queue.unschedulable(pod)
@@ -621,7 +658,9 @@ class Scheduler:
             current = self.store.get(Pod, pod.name, pod.namespace)
             if not _has_condition(current, message):
                 self.store.update_status(
-                    _with_condition(current, "False", "Unschedulable", message)
+                    with_scheduled_condition(
+                        current, "False", "Unschedulable", message, now_rfc3339()
+                    )
                 )
         except (NotFound, Conflict):
             pass
@@ -631,21 +670,22 @@ class Scheduler:
 
     def release_ended(self) -> int:
         """Drop ended or deleted pods from reservedFor; free claims nobody uses any more
-        (generated claims of an ended pod are deleted, as upstream's claim controller does)."""
+        (generated claims of an ended pod are deleted, as upstream's claim controller does),
+        and claims being deleted that nobody holds (their finalizer goes, so they go)."""
         pods = {p.metadata.uid: p for p in self._cache.of(Pod).values() if isinstance(p, Pod)}
         released = 0
         freed: set[str | None] = set()  # None: a node we cannot tell
         for claim in self._claims():
-            if claim.status is None or not claim.status.reserved_for:
-                continue
-            live = tuple(r for r in claim.status.reserved_for if _runs(pods.get(r.uid)))
-            if len(live) == len(claim.status.reserved_for):
+            reserved = claim.status.reserved_for if claim.status else ()
+            live = tuple(r for r in reserved if _runs(pods.get(r.uid)))
+            if len(live) == len(reserved) and not _abandoned(claim):
                 continue
             released += 1
             if self._release(claim, live, pods):
                 if self._view is not None:
                     self._view.release(_claim_refs(claim))
-                freed |= {_node_of(pods.get(r.uid)) for r in claim.status.reserved_for}
+                # a claim nobody held any more: its devices' node is not known here
+                freed |= {_node_of(pods.get(r.uid)) for r in reserved} or {None}
         if released:
             self.refresh()
             # Only what claims decide changes: devices in use, CPU in use, known misfits.
@@ -665,9 +705,8 @@ class Scheduler:
     ) -> bool:
         """Write the smaller reservedFor, or free the claim; True when it was freed. The
         writes are this scheduler's own: the caller updates what depends on them."""
-        assert claim.status is not None
         try:
-            if live:
+            if live and claim.status is not None:
                 self._mine(
                     self.store.update_status(
                         msgspec.structs.replace(
@@ -684,6 +723,8 @@ class Scheduler:
                 finalizers=tuple(f for f in cleared.metadata.finalizers if f != FINALIZER),
             )
             cleared = self._mine(self.store.update(msgspec.structs.replace(cleared, metadata=meta)))
+            if cleared.metadata.deletion_timestamp and not cleared.metadata.finalizers:
+                return True  # it was being deleted: without the finalizer it is gone
             owners = [pods.get(o.uid) for o in cleared.metadata.owner_references if o.controller]
             if owners and all(not _runs(p) for p in owners):
                 self.store.delete(ResourceClaim, cleared.name, cleared.namespace)
@@ -736,26 +777,20 @@ def _claim_refs(claim: ResourceClaim) -> Iterable[DeviceRef]:
     ]
 
 
+def _abandoned(claim: ResourceClaim) -> bool:
+    """Being deleted, held by nobody, and still kept by the scheduler's finalizer."""
+    reserved = claim.status.reserved_for if claim.status else ()
+    return bool(
+        claim.metadata.deletion_timestamp
+        and not reserved
+        and FINALIZER in claim.metadata.finalizers
+    )
+
+
 def _runs(pod: Pod | None) -> bool:
     if pod is None or pod.metadata.deletion_timestamp:
         return False
     return pod.status is None or pod.status.phase not in ENDED_PHASES
-
-
-def _with_condition(pod: Pod, status: str, reason: str, message: str) -> Pod:
-    st = pod.status or PodStatus()
-    condition = PodCondition(
-        type="PodScheduled",
-        status=status,
-        reason=reason or None,
-        message=message or None,
-        last_transition_time=now_rfc3339(),
-    )
-    others = tuple(c for c in st.conditions if c.type != "PodScheduled")
-    phase = st.phase or "Pending"
-    return msgspec.structs.replace(
-        pod, status=msgspec.structs.replace(st, phase=phase, conditions=(*others, condition))
-    )
 
 
 def _has_condition(pod: Pod, message: str) -> bool:
