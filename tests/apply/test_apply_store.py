@@ -63,9 +63,8 @@ def test_others_fields_are_kept_and_dropped_fields_removed(store: SqliteStore) -
         metadata=msgspec.structs.replace(
             live.metadata, labels={**live.metadata.labels, "ctl": "x"}, finalizers=("ctl/f",)
         ),
-        spec=msgspec.structs.replace(live.spec, node_name="node-1"),
     )
-    store.update(others)
+    store.bind(store.update(others), "node-1")
     status = PodStatus(phase="Pending", conditions=(PodCondition(type="PodScheduled", status="True"),))
     store.update_status(msgspec.structs.replace(store.get(Pod, "trainer"), status=status))
     second = mutate(first, "metadata.labels", {"app": "serve"})  # tier dropped, app changed
@@ -177,10 +176,9 @@ def test_reapplying_any_example_keeps_every_other_writers_field(store: SqliteSto
             annotations={**live.metadata.annotations, "other/note": "y"},
             finalizers=(*live.metadata.finalizers, "other/finalizer"),
         )
-        changed = msgspec.structs.replace(live, metadata=meta)
-        if isinstance(changed, Pod):
-            changed = msgspec.structs.replace(changed, spec=msgspec.structs.replace(changed.spec, node_name="n"))
-        written = store.update(changed)
+        written = store.update(msgspec.structs.replace(live, metadata=meta))
+        if isinstance(written, Pod):
+            written = store.bind(written, "n")
         if hasattr(written, "status"):
             store.update_status(msgspec.structs.replace(written, status=_some_status(written)))
     before = {(m.KIND, m.name): store.get(type(m), m.name, m.namespace or "default") for m in manifests}

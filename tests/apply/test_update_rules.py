@@ -9,6 +9,7 @@ import msgspec
 import pytest
 
 from kubedra.api.codec import decode_object
+from kubedra.api.core import Pod
 from kubedra.api.meta import KubeObject
 from kubedra.api.resource import ResourceClaimStatus
 from kubedra.api.validation.update import UPDATABLE_POD_SPEC_FIELDS, validate_update
@@ -56,11 +57,14 @@ def test_moving_a_bound_pod_is_refused_by_the_store_and_nothing_is_written(
         store.update(unbound)
 
 
-def test_binding_an_unbound_pod_through_update_is_allowed(store: SqliteStore) -> None:
-    """The embedded store's stand-in for pods/binding (the scheduler binds this way)."""
+def test_binding_goes_through_bind_not_update(store: SqliteStore) -> None:
+    """As on the API server: an update may not set nodeName; the binding subresource does."""
     created = store.create(obj(pod_doc()))
     bound = msgspec.structs.replace(created, spec=msgspec.structs.replace(created.spec, node_name="n"))
-    assert store.update(bound).spec.node_name == "n"
+    with pytest.raises(ValidationError, match=r'spec.nodeName: \(unset\) -> "n"'):
+        store.update(bound)
+    assert store.get(Pod, created.name).spec.node_name is None
+    assert store.bind(created, "n").spec.node_name == "n"
 
 
 @pytest.mark.parametrize(

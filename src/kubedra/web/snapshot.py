@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubedra.api.core import Pod
 from kubedra.api.meta import KubeObject
 from kubedra.cluster.selectors import parse_field_selector, parse_label_selector
 from kubedra.cluster.store import DEFAULT_NAMESPACE, T, WatchEvent
@@ -102,3 +103,6 @@ class SnapshotStore:
 
     def delete(self, cls: type[T], name: str, namespace: str = DEFAULT_NAMESPACE) -> T:
         raise ReadOnly(f"the web UI is read-only: cannot delete {cls.KIND} {name}")
+
+    def bind(self, pod: Pod, node: str) -> Pod | None:
+        raise ReadOnly(f"the web UI is read-only: cannot bind pod {pod.name}")

@@ -12,8 +12,6 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
-
 from kubedra.api.codec import format_path, to_dict
 from kubedra.api.core import Pod
 from kubedra.api.meta import KubeObject
@@ -56,11 +54,9 @@ def check_update(old: KubeObject, new: KubeObject) -> None:
 
 def _pod(r: Report, old: Pod, new: Pod) -> None:
     """A pod's spec is fixed at creation but for the fields upstream lets an update touch;
-    `spec.nodeName` is set once, by binding, and never changed afterwards."""
-    node, was = new.spec.node_name, old.spec.node_name
-    only_node = msgspec.structs.replace(new.spec, node_name=was) == old.spec
-    if only_node and _spec_extras(old) == _spec_extras(new) and (not was or node == was):
-        return  # unchanged, or the bind of an unbound pod (the scheduler's, checked cheaply)
+    `spec.nodeName` is not one of them: only the binding subresource (`Store.bind`) sets it."""
+    if new.spec == old.spec and _spec_extras(old) == _spec_extras(new):
+        return  # unchanged: the common case (status and metadata writes), checked cheaply
     before, after = to_dict(old).get("spec", {}), to_dict(new).get("spec", {})
     for group in ("containers", "initContainers"):
         if len(before.get(group, [])) != len(after.get(group, [])):
@@ -90,10 +86,6 @@ def _without_updatable(before: dict[str, Any], after: dict[str, Any]) -> dict[st
     grace = before.get("terminationGracePeriodSeconds")
     if isinstance(grace, int) and grace < 0 and munged.get("terminationGracePeriodSeconds") == 1:
         munged["terminationGracePeriodSeconds"] = grace
-    if not before.get("nodeName") and after.get("nodeName"):
-        # Binding an unbound pod: upstream's pods/binding subresource, which the embedded
-        # store folds into update (the scheduler binds this way); a bound pod stays put.
-        _put(munged, "nodeName", None)
     return munged
 
 
