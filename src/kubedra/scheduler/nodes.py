@@ -84,17 +84,39 @@ def _taint_reason(node: Node, tolerations: Iterable[Toleration]) -> str:
 def _resource_reason(
     requests: Mapping[str, Quantity], node: Node, used: Mapping[str, Quantity]
 ) -> str:
+    return shortfall(wanted(requests), resources_left(node, used))
+
+
+Left = tuple[int | None, ...]  # nano-units left of each ACCOUNTED resource; None: not limited
+Wanted = tuple[tuple[int, int, str], ...]  # (index in ACCOUNTED, nano-units, reason if short)
+
+
+def resources_left(node: Node, used: Mapping[str, Quantity]) -> Left:
+    """What pods may still request of each accounted resource on `node` (exact nano-units);
+    None where the node does not declare the resource, which then does not limit it."""
     allocatable = node.status.allocatable if node.status else {}
+    left: list[int | None] = []
     for name in ACCOUNTED:
-        want = requests.get(name)
-        if want is None or want.is_zero() or name not in allocatable:
-            continue  # a node that does not declare a resource is not limited on it
-        have = allocatable[name]
-        taken = used.get(name)
-        if taken is not None:
-            have = have.sub(taken)
-        if want > have:
-            return f"Insufficient {name}"
+        have, taken = allocatable.get(name), used.get(name)
+        left.append(None if have is None else have.nanos - (taken.nanos if taken else 0))
+    return tuple(left)
+
+
+def wanted(requests: Mapping[str, Quantity]) -> Wanted:
+    """The accounted resources a pod requests (zero requests are not checked)."""
+    return tuple(
+        (i, q.nanos, f"Insufficient {name}")
+        for i, name in enumerate(ACCOUNTED)
+        if (q := requests.get(name)) is not None and not q.is_zero()
+    )
+
+
+def shortfall(wants: Wanted, left: Left) -> str:
+    """Why `wants` do not fit in `left` (the first resource short), or "" when they do."""
+    for i, nanos, reason in wants:
+        room = left[i]
+        if room is not None and nanos > room:
+            return reason
     return ""
 
 

@@ -56,7 +56,15 @@ from kubedra.scheduler.claims import (
     with_claim_status,
     with_extended_claim,
 )
-from kubedra.scheduler.nodes import add_requests, filter_node, pod_requests
+from kubedra.scheduler.nodes import (
+    Left,
+    add_requests,
+    filter_node,
+    pod_requests,
+    resources_left,
+    shortfall,
+    wanted,
+)
 from kubedra.scheduler.policies import Candidate, Policy, make_policy
 from kubedra.scheduler.policies.base import refs_of
 from kubedra.scheduler.queue import SchedulingQueue, pod_key
@@ -120,6 +128,9 @@ class Scheduler:
         self.policy.attach(self)
         self._own: set[int] = set()  # resourceVersions this scheduler wrote itself
         self._usage: dict[str, dict[str, Quantity]] | None = None
+        # What is left per node for pod requests, and the usage and nodes it was read from.
+        self._left_cache: dict[str, Left] = {}
+        self._left_of: tuple[object, object] = (None, None)
         self._nodes: list[Node] | None = None
         self._nodes_by_name: dict[str, Node] = {}
         self._classes: dict[str, DeviceClass] | None = None
@@ -254,6 +265,7 @@ class Scheduler:
             ended = deleted or (obj.status is not None and obj.status.phase in ENDED_PHASES)
             if obj.spec.node_name:
                 self._usage = None  # a pending pod uses nothing on any node yet
+                self._touch(obj.spec.node_name)
                 if ended:
                     self._note_freed({obj.spec.node_name})  # its CPU and memory
             if not deleted and self._is_pending(obj):
@@ -518,14 +530,27 @@ class Scheduler:
             static = [name for name in static if name in only]
         if not any(q.sign() > 0 for k, q in needs.items() if k in ("cpu", "memory")):
             return static
-        usage, fitting = self.node_usage(), []
+        # The static filters passed already: only the requests are left to check.
+        wants, fitting, left = wanted(needs), [], self._left()
         for name in static:
-            fit = filter_node(pod, nodes[name], usage.get(name, {}))
-            if fit.fits:
-                fitting.append(name)
+            room = left.get(name)
+            if room is None:
+                room = left[name] = resources_left(nodes[name], self.node_usage().get(name, {}))
+            reason = shortfall(wants, room)
+            if reason:
+                reasons[reason] = reasons.get(reason, 0) + 1
             else:
-                reasons[fit.reason] = reasons.get(fit.reason, 0) + 1
+                fitting.append(name)
         return fitting
+
+    def _left(self) -> dict[str, Left]:
+        """What pods may still request per node (filled in as read), kept while the nodes
+        and what their pods use are the same objects."""
+        self.nodes()
+        sources = (self.node_usage(), self._nodes_by_name)
+        if any(a is not b for a, b in zip(sources, self._left_of, strict=True)):
+            self._left_cache, self._left_of = {}, sources
+        return self._left_cache
 
     def allocator_inputs(
         self, claims: Sequence[ResourceClaim], node: Node
@@ -609,6 +634,14 @@ class Scheduler:
             self._mine(bound)
         if self._usage is not None:
             add_requests(self._usage.setdefault(node, {}), pod)
+            self._left_cache.pop(node, None)
+        self._touch(node)
+
+    def _touch(self, node: str) -> None:
+        """Tell the view's readers (policies with per-node indexes) that what pods use on
+        `node` changed; a view built later is read afresh anyway."""
+        if self._view is not None:
+            self._view.touch(node)
 
     def _unreserve(
         self, pod: Pod, claims: list[ResourceClaim], node: str, refused: StoreError

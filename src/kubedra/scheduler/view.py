@@ -2,7 +2,8 @@
 
 Built from the allocator's inventory (the same pools the allocator searches) and kept up
 to date by the scheduler as devices are reserved and freed, so scoring a node costs a few
-set operations instead of a walk over slices.
+set operations instead of a walk over slices. It also logs which nodes changed, so a policy
+that keeps its own per-node index re-reads only those (`changed_since`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ NUMA_ATTRIBUTES = ("resource.kubernetes.io/numaNode", "dra.net/numaNode")
 LEVELS = ("nvlink", "pcie", "numa")
 # The device model, in each driver's own domain (NVIDIA's and kubedra's drivers publish it).
 MODEL_ATTRIBUTE = "productName"
+# Entries of the change log kept before it is dropped (readers then re-read every node).
+CHANGE_LOG_LIMIT = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,8 @@ class ClusterView:
     ) -> None:
         self.nodes: dict[str, NodeDevices] = {}
         self.placement: dict[DeviceRef, Placement] = {}
+        self._log: list[str] = []  # nodes changed since this view was built, in order
+        self._dropped = 0  # log entries dropped from the front
         for node in nodes:
             self._index(inventory, node)
         self.reserve(allocated)
@@ -91,6 +96,7 @@ class ClusterView:
                 nd = self.nodes[placement.node]
                 nd.holders[ref] += 1
                 nd.used.add(ref)
+                self.touch(placement.node)
 
     def release(self, refs: Iterable[DeviceRef]) -> None:
         """Drop one hold of each device; a shared device stays used while others hold it."""
@@ -103,6 +109,23 @@ class ClusterView:
             if nd.holders[ref] <= 0:
                 del nd.holders[ref]
                 nd.used.discard(ref)
+            self.touch(placement.node)
+
+    def touch(self, node: str) -> None:
+        """Log a change on `node` (reserve and release log their own; the scheduler logs
+        what else a policy reads of a node, the CPU and memory its pods use)."""
+        if len(self._log) >= CHANGE_LOG_LIMIT:
+            self._dropped += len(self._log)
+            self._log.clear()
+        self._log.append(node)
+
+    def changed_since(self, mark: int) -> tuple[Sequence[str] | None, int]:
+        """The nodes changed since `mark` (0, or a mark this returned) and the mark to pass
+        next time; None instead of nodes when the log no longer reaches back that far."""
+        end = self._dropped + len(self._log)
+        if mark < self._dropped:
+            return None, end
+        return self._log[mark - self._dropped :], end
 
     def group_usage(self, node: str, level: int) -> Mapping[object, tuple[int, int]]:
         """Group -> (used, total) devices at one topology level of a node."""

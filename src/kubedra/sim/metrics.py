@@ -14,6 +14,7 @@ kept here, apart from the scheduler's.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -120,7 +121,9 @@ class FragMeter:
             models = frozenset((s.spec.model,)) if s.spec.model else frozenset()
             self._per_node[name] = node_fragmentation(s.gpu_free, self.types, s.cpu_free, models)
         self.state.changed.clear()
-        return sum(self._per_node.values())
+        # fsum: exactly rounded, so the total does not depend on the order the nodes changed
+        # in (a set's order, which varies with the process's string hash seed).
+        return math.fsum(self._per_node.values())
 
     def ratio(self) -> float:
         """Fragmented GPU-milli / GPU capacity, 0..1 (FGD's 'fragmented GPU %' / 100)."""

@@ -33,8 +33,9 @@ class Policy:
     """Base policy: upstream behaviour (nodes in name order, upstream device order, no score)."""
 
     name: ClassVar[str] = ""
-    # How many feasible nodes are scored before choosing (like percentageOfNodesToScore).
-    candidates: ClassVar[int] = 1
+    # How many feasible candidates are scored before choosing (like percentageOfNodesToScore);
+    # the scheduler reads it after `prepare`, which may lower it for one pod (`first_only`).
+    candidates: int = 1
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -65,6 +66,31 @@ class Policy:
 
     def observe(self, devices: int) -> None:
         """Called with the device count of every pod that was placed (the workload mix)."""
+
+    def first_only(self, first_is_best: bool) -> None:
+        """Score only the first candidate of the pod being prepared when no later one can
+        score higher (the scheduler keeps the first of equal scores): the same choice,
+        without allocating on the nodes behind it."""
+        self.candidates = 1 if first_is_best else type(self).candidates
+
+
+def fixed_device_count(claims: Sequence[ResourceClaim]) -> int | None:
+    """The devices a pod's claims take on whichever node they fit; None where that can
+    depend on the node (firstAvailable alternatives, allocationMode All) or on more than the
+    requests (a claim allocated already, admin access)."""
+    total = 0
+    for claim in claims:
+        if claim.status is not None and claim.status.allocation is not None:
+            return None
+        for request in claim.spec.devices.requests:
+            exact = request.exactly
+            if exact is None or exact.admin_access or exact.allocation_mode not in (
+                None,
+                "ExactCount",
+            ):
+                return None
+            total += exact.count or 1
+    return total
 
 
 def refs_of(results: Sequence[AllocationResult]) -> tuple[DeviceRef, ...]:

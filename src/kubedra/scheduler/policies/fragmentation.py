@@ -14,6 +14,11 @@ exactly. The paper's simulator renames the nodes by a seeded random permutation 
 the smallest name. `fragmentation-pack` breaks those ties by packing instead; under FGD's
 typical pods it leaves more capacity unallocated (docs/decisions.md).
 
+Speed: a node's score depends only on its free milli, its models and which of the mix's
+CPU requests its free CPU covers before and after the pod (its band). Nodes are filed by
+that state (`NodeIndex`, re-filed only when the view logs them changed) and each state is
+rated once per pod shape, so ranking costs the number of distinct node states, not of nodes.
+
 Devices: a device used exclusively has 0 milli free, an unused one 1000. A shared device
 (consumable capacity `<driver>/milli`, 1000 per device) has what the allocator state of the
 attached scheduler says is not consumed. CPU: what the scheduler says is left of the
@@ -36,12 +41,14 @@ from kubedra.allocator import AllocatedState, DeviceOrder, DeviceRef, RequestKey
 from kubedra.api.core import Pod
 from kubedra.api.resource import ResourceClaim
 from kubedra.scheduler.nodes import pod_requests
-from kubedra.scheduler.policies.base import Candidate, Policy, grouped_order
+from kubedra.scheduler.policies.base import Candidate, Policy, fixed_device_count, grouped_order
+from kubedra.scheduler.policies.ranking import NodeIndex, Part
 from kubedra.scheduler.view import ClusterView
 
 MILLI = 1000
 MILLI_CAPACITY = "milli"  # capacity name on the device; fully qualified: "<driver>/milli"
 _NANO = 10**9
+_UNLIMITED = 1 << 62  # the CPU left on a node that declares none: more than any request
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +130,11 @@ class _SchedulerState(Protocol):
     def cpu_free(self, node: str) -> int | None: ...
 
 
+# A node as the score sees it: the number of its devices' state (sorted free milli and
+# models, numbered in order of appearance) and its free CPU milli. Nodes alike rate alike.
+NodeState = tuple[int, int]
+
+
 class Fragmentation(Policy):
     name = "fragmentation"
     candidates = 4
@@ -136,10 +148,12 @@ class Fragmentation(Policy):
         self._mix: list[tuple[TaskShape, float]] | None = None
         self._cpu_steps: list[int] = []  # the mix's distinct CPU requests, ascending
         self._memo: dict[tuple[tuple[int, ...], int, frozenset[str]], float] = {}
-        # (pod shape, free milli, CPU band before and after, models) -> best rating
-        self._ratings: dict[
-            tuple[TaskShape, tuple[int, ...], int, int, frozenset[str]], float | None
-        ] = {}
+        self._nodes = NodeIndex(self._node_state, self.tie_break)
+        self._numbers: dict[tuple[tuple[int, ...], frozenset[str]], int] = {}
+        self._devices: list[tuple[tuple[int, ...], frozenset[str]]] = []  # by number
+        # pod shape -> (devices' state number, CPU band before and after) -> best rating
+        self._ratings: dict[TaskShape, dict[tuple[int, int, int], float | None]] = {}
+        self._known: dict[TaskShape, dict[NodeState, float | None]] = {}  # the same, by state
         self._salt: bytes
         self.reseed(0)  # the node order for equal scores: seed 0 unless a simulation reseeds
 
@@ -152,6 +166,7 @@ class Fragmentation(Policy):
     def reseed(self, seed: int) -> None:
         """Draw the node order for equal scores from `seed` (the simulator's run seed)."""
         self._salt = f"{seed}/".encode()
+        self._nodes.forget()  # filed in the old order
 
     def prime(self, mix: Mapping[TaskShape, float]) -> None:
         """Use a known workload mix (counts or weights) instead of the observed one, as FGD
@@ -162,7 +177,7 @@ class Fragmentation(Policy):
     def prepare(self, pod: Pod, claims: Sequence[ResourceClaim]) -> None:
         """The pod's shape: devices its unallocated claims ask for, the milli per device
         where a request asks for a `milli` capacity (else whole devices), its CPU."""
-        devices, milli = 0, MILLI
+        devices, milli, whole = 0, MILLI, True
         for claim in claims:
             if claim.status is not None and claim.status.allocation is not None:
                 continue
@@ -174,11 +189,22 @@ class Fragmentation(Policy):
                     continue
                 devices += exact.count or 1
                 asked = exact.capacity.requests if exact.capacity else {}
-                milli = next(
-                    (q.value() for k, q in asked.items() if k.endswith(MILLI_CAPACITY)), milli
+                own = next(
+                    (q.value() for k, q in asked.items() if k.endswith(MILLI_CAPACITY)), None
                 )
+                milli = milli if own is None else own
+                whole = whole and own in (None, MILLI)
         cpu = pod_requests(pod).get("cpu")
         self._pod = TaskShape(devices, milli, cpu.milli_value() if cpu is not None else 0)
+        # Whole devices (or none) leave a node in the one state its rank was computed for,
+        # whichever devices the allocator takes: the first candidate scores its node's rank,
+        # and no node ranked after it can score higher.
+        self.first_only(whole and fixed_device_count(claims) is not None)
+
+    @property
+    def shape(self) -> TaskShape | None:
+        """The shape of the pod being placed (set by `prepare`)."""
+        return self._pod
 
     def observe(self, devices: int) -> None:
         pod = self._pod if self._pod is not None and self._pod.devices == devices else None
@@ -191,6 +217,7 @@ class Fragmentation(Policy):
         self._mix = None
         self._memo.clear()
         self._ratings.clear()
+        self._known.clear()
 
     # --- the measure ----------------------------------------------------------------------
 
@@ -208,14 +235,21 @@ class Fragmentation(Policy):
     ) -> float:
         """F_n under the current mix, memoised: only the band of `cpu_free` between two of
         the mix's CPU requests can change it."""
-        mix = self.mix()
-        key = (free, self._band(cpu_free), models)
+        self.mix()
+        return self._banded(free, self._band(cpu_free), models)
+
+    def _banded(self, free: tuple[int, ...], band: int, models: frozenset[str]) -> float:
+        """F_n for free CPU anywhere in `band` (it only compares CPU with the steps)."""
+        key = (free, band, models)
         got = self._memo.get(key)
         if got is None:
-            got = self._memo[key] = node_fragmentation(free, mix, cpu_free, models)
+            steps = self._cpu_steps
+            cpu = steps[band - 1] if band else (steps[0] - 1 if steps else 0)
+            got = self._memo[key] = node_fragmentation(free, self.mix(), cpu, models)
         return got
 
     def _band(self, cpu_free: int | None) -> int:
+        """How many of the mix's CPU requests `cpu_free` covers (all: None, not limited)."""
         if cpu_free is None:
             return len(self._cpu_steps)
         return bisect.bisect_right(self._cpu_steps, cpu_free)
@@ -245,45 +279,72 @@ class Fragmentation(Policy):
         self,
         before: tuple[int, ...],
         options: list[tuple[int, ...]],
-        cpu: int | None,
+        bands: tuple[int, int],
         models: frozenset[str],
     ) -> float | None:
         """The best of FGD's scores for leaving a node's devices at one of `options` instead
-        of `before` (with `cpu` left before the pod), less a tie-break on the capacity left;
-        None: no option."""
-        pod_cpu = self._pod.cpu_milli if self._pod is not None else 0
-        cpu_after = None if cpu is None else cpu - pod_cpu
-        base = self.fragmentation(before, cpu, models)
+        of `before` (its CPU band before and after the pod), less a tie-break on the capacity
+        left; None: no option."""
+        base = self._banded(before, bands[0], models)
         return max(
             (
-                fgd_score(self.fragmentation(after, cpu_after, models) - base)
+                fgd_score(self._banded(after, bands[1], models) - base)
                 - self.free_weight * sum(after)
                 for after in options
             ),
             default=None,
         )
 
-    # --- the policy -----------------------------------------------------------------------
+    def _cpu_bands(self, node: str) -> tuple[int, int]:
+        """The node's CPU band before and after the pod being placed."""
+        cpu = self._cpu_free(node)
+        if cpu is None:
+            return len(self._cpu_steps), len(self._cpu_steps)
+        pod_cpu = self._pod.cpu_milli if self._pod is not None else 0
+        return self._band(cpu), self._band(cpu - pod_cpu)
 
-    def best_rating(self, view: ClusterView, node: str) -> float | None:
-        """The best rating of the pod being placed on `node`; None: it does not fit."""
-        pod = self._pod
-        assert pod is not None
-        before = tuple(sorted(self.free_milli(view, node).values()))
-        cpu, models = self._cpu_free(node), view.nodes[node].models
-        after_band = self._band(None if cpu is None else cpu - pod.cpu_milli)
-        key = (pod, before, self._band(cpu), after_band, models)
-        if key not in self._ratings:
-            self._ratings[key] = self._rate(before, placements(before, pod), cpu, models)
-        return self._ratings[key]
+    # --- the policy -----------------------------------------------------------------------
 
     def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
         if self._pod is None or not self.mix():  # nothing known yet: fullest first
             return sorted(nodes, key=lambda n: view.nodes[n].free())
-        keyed = [(self.best_rating(view, n), n) for n in nodes]
-        fitting = [(-r, self.tie_break(n), n) for r, n in keyed if r is not None]
-        fitting.sort()
-        return [n for _, _, n in fitting] + [n for r, n in keyed if r is None]
+        self._nodes.sync(view)
+        return self._nodes.ranking(nodes, self._parts(self._pod))  # best rating first
+
+    def _node_state(self, view: ClusterView, node: str) -> NodeState:
+        devices = tuple(sorted(self.free_milli(view, node).values())), view.nodes[node].models
+        number = self._numbers.get(devices)
+        if number is None:
+            number = self._numbers[devices] = len(self._devices)
+            self._devices.append(devices)
+        cpu = self._cpu_free(node)
+        return number, _UNLIMITED if cpu is None else cpu
+
+    def _parts(self, pod: TaskShape) -> list[Part]:
+        """The filed nodes by `pod`'s best rating on them (negated: best first), one part per
+        node state; nodes where it does not fit are in no part."""
+        groups, known = self._nodes.groups, self._known.setdefault(pod, {})
+        if len(known) > 4 * len(groups) + 4096:  # mostly states no node is in any more
+            known.clear()
+        parts = list[Part]()
+        for state, entries in groups.items():
+            if state not in known:
+                known[state] = self._rating(pod, state)
+            rated = known[state]
+            if rated is not None:
+                parts.append((-rated, entries))
+        return parts
+
+    def _rating(self, pod: TaskShape, state: NodeState) -> float | None:
+        """The best rating of `pod` on a node in `state`; None: it does not fit there. Only
+        the CPU bands matter of its free CPU: nodes of different states share ratings."""
+        number, cpu = state
+        ratings = self._ratings.setdefault(pod, {})
+        key = number, self._band(cpu), self._band(cpu - pod.cpu_milli)
+        if key not in ratings:
+            free, models = self._devices[number]
+            ratings[key] = self._rate(free, placements(free, pod), key[1:], models)
+        return ratings[key]
 
     def tie_break(self, node: str) -> int:
         """Order among nodes with equal ratings (before their names): FGD's one node order
@@ -314,10 +375,10 @@ class Fragmentation(Policy):
     ) -> DeviceOrder:
         """FGD's device for a pod sharing one: the one whose share leaves the best score
         (as `best_rating` rates the node), the least free first among equals."""
-        cpu, models = self._cpu_free(node), view.nodes[node].models
+        bands, models = self._cpu_bands(node), view.nodes[node].models
         before = tuple(sorted(free.values()))
         rating = {  # devices with the same free milli rate the same: one rating per value
-            f: self._rate(before, [share_from(before, f, pod.milli)], cpu, models)
+            f: self._rate(before, [share_from(before, f, pod.milli)], bands, models)
             for f in set(free.values())
             if f >= pod.milli
         }
@@ -351,7 +412,7 @@ class Fragmentation(Policy):
         rating = self._rate(
             tuple(sorted(free.values())),
             [tuple(sorted(after.values()))],
-            self._cpu_free(node),
+            self._cpu_bands(node),
             view.nodes[node].models,
         )
         assert rating is not None
