@@ -11,7 +11,8 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 import msgspec
@@ -47,21 +48,27 @@ class _AllCandidates(Policy):
 class RefBinpack(_AllCandidates, Binpack):
     name = ""  # not registered
 
-    def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
+    def rank_nodes(
+        self, view: ClusterView, nodes: Sequence[str], skip: AbstractSet[str] = frozenset()
+    ) -> Sequence[str]:
         return sorted(nodes, key=lambda n: view.nodes[n].free())
 
 
 class RefTopology(_AllCandidates, Topology):
     name = ""
 
-    def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
+    def rank_nodes(
+        self, view: ClusterView, nodes: Sequence[str], skip: AbstractSet[str] = frozenset()
+    ) -> Sequence[str]:
         return sorted(nodes, key=lambda n: view.nodes[n].free())
 
 
 class RefSpread(_AllCandidates, Spread):
     name = ""
 
-    def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
+    def rank_nodes(
+        self, view: ClusterView, nodes: Sequence[str], skip: AbstractSet[str] = frozenset()
+    ) -> Sequence[str]:
         return sorted(nodes, key=lambda n: -view.nodes[n].free())
 
 
@@ -74,7 +81,9 @@ class RefFragmentation(_AllCandidates, Fragmentation):
         super().attach(scheduler)
         self.scheduler = scheduler
 
-    def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
+    def rank_nodes(
+        self, view: ClusterView, nodes: Sequence[str], skip: AbstractSet[str] = frozenset()
+    ) -> Sequence[str]:
         pod, mix = self.shape, self.mix()
         assert pod is not None and mix
         rated = {}
@@ -225,19 +234,20 @@ def test_first_only_is_kept_for_pods_whose_device_count_depends_on_the_node() ->
 
 
 def test_ranking_reads_lazily_and_behaves_as_a_sequence() -> None:
+    names = [f"n{i:03d}" for i in range(100)]
     pulled: list[str] = []
 
-    def order() -> object:
-        for name in ("a", "b", "c"):
+    def order() -> Iterator[str]:
+        for name in names:
             pulled.append(name)
             yield name
 
-    ranking = Ranking(order(), 3)  # type: ignore[arg-type]
-    assert len(ranking) == 3 and pulled == []
-    assert ranking[1] == "b" and pulled == ["a", "b"]
-    assert list(ranking) == ["a", "b", "c"] and ranking[-1] == "c" and ranking[0:2] == ["a", "b"]
+    ranking = Ranking(order(), len(names))
+    assert len(ranking) == 100 and pulled == []
+    assert ranking[1] == "n001" and 2 <= len(pulled) <= 10  # a few read ahead, not all
+    assert list(ranking) == names and ranking[-1] == "n099" and ranking[0:2] == names[:2]
     with pytest.raises(IndexError):
-        ranking[3]
+        ranking[100]
 
 
 def test_view_logs_changed_nodes_until_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:

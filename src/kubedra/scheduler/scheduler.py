@@ -472,11 +472,11 @@ class Scheduler:
         fitting = self._fitting_nodes(pod, constraints, needs, nodes, reasons, only)
         view = self.view()
         self.policy.prepare(pod, claims)
-        ranked = self.policy.rank_nodes(view, fitting)
+        infeasible = self._infeasible.setdefault(signature, set())
+        ranked = self.policy.rank_nodes(view, fitting, infeasible)
         # the same full list every time: resume at the cursor
         stable = ranked is fitting and only is None
         start = self._cursor.get(signature, 0) if stable else 0
-        infeasible = self._infeasible.setdefault(signature, set())
         if start:
             reasons["cannot allocate all claims"] = start
         for index in range(start, len(ranked)):

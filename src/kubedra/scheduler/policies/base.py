@@ -9,6 +9,7 @@ name, so adding a policy is adding one module to this package.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -51,7 +52,11 @@ class Policy:
     def prepare(self, pod: Pod, claims: Sequence[ResourceClaim]) -> None:
         """Called with the pod and its claims before its nodes are ranked."""
 
-    def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
+    def rank_nodes(
+        self, view: ClusterView, nodes: Sequence[str], skip: AbstractSet[str] = frozenset()
+    ) -> Sequence[str]:
+        """`nodes` in the order to try them. `skip`: nodes known not to fit the pod, which
+        the scheduler passes over wherever they are; a ranking may put them last."""
         return nodes
 
     def device_order(self, view: ClusterView, node: str) -> DeviceOrder | None:

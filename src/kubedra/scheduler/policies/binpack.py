@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 
 from kubedra.allocator import DeviceOrder
 from kubedra.api.core import Pod
@@ -24,9 +25,11 @@ class Binpack(Policy):
         # with the same device count everywhere the first candidate scores best.
         self.first_only(fixed_device_count(claims) is not None)
 
-    def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
+    def rank_nodes(
+        self, view: ClusterView, nodes: Sequence[str], skip: AbstractSet[str] = frozenset()
+    ) -> Sequence[str]:
         # Fewest free devices first; whole-free nodes last (names break ties).
-        return rank_by_free(self._free, view, nodes, fewest_first=True)
+        return rank_by_free(self._free, view, nodes, skip, fewest_first=True)
 
     def device_order(self, view: ClusterView, node: str) -> DeviceOrder | None:
         return grouped_order(view, node, fullest_first=True)

@@ -34,6 +34,7 @@ import math
 import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -42,7 +43,7 @@ from kubedra.api.core import Pod
 from kubedra.api.resource import ResourceClaim
 from kubedra.scheduler.nodes import pod_requests
 from kubedra.scheduler.policies.base import Candidate, Policy, fixed_device_count, grouped_order
-from kubedra.scheduler.policies.ranking import NodeIndex, Part
+from kubedra.scheduler.policies.ranking import NodeIndex
 from kubedra.scheduler.view import ClusterView
 
 MILLI = 1000
@@ -214,10 +215,13 @@ class Fragmentation(Policy):
         self._pod = None
 
     def _forget(self) -> None:
-        self._mix = None
-        self._memo.clear()
-        self._ratings.clear()
-        self._known.clear()
+        """Draw the mix again; what was computed under it only goes if it changed (the
+        shares of one observed shape, say, stay 1)."""
+        before, self._mix = self._mix, None
+        if self.mix() != before:
+            self._memo.clear()
+            self._ratings.clear()
+            self._known.clear()
 
     # --- the measure ----------------------------------------------------------------------
 
@@ -305,11 +309,13 @@ class Fragmentation(Policy):
 
     # --- the policy -----------------------------------------------------------------------
 
-    def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
+    def rank_nodes(
+        self, view: ClusterView, nodes: Sequence[str], skip: AbstractSet[str] = frozenset()
+    ) -> Sequence[str]:
         if self._pod is None or not self.mix():  # nothing known yet: fullest first
             return sorted(nodes, key=lambda n: view.nodes[n].free())
         self._nodes.sync(view)
-        return self._nodes.ranking(nodes, self._parts(self._pod))  # best rating first
+        return self._nodes.ranking(nodes, self._ranks(self._pod), skip)  # best rating first
 
     def _node_state(self, view: ClusterView, node: str) -> NodeState:
         devices = tuple(sorted(self.free_milli(view, node).values())), view.nodes[node].models
@@ -320,20 +326,20 @@ class Fragmentation(Policy):
         cpu = self._cpu_free(node)
         return number, _UNLIMITED if cpu is None else cpu
 
-    def _parts(self, pod: TaskShape) -> list[Part]:
-        """The filed nodes by `pod`'s best rating on them (negated: best first), one part per
-        node state; nodes where it does not fit are in no part."""
-        groups, known = self._nodes.groups, self._known.setdefault(pod, {})
-        if len(known) > 4 * len(groups) + 4096:  # mostly states no node is in any more
+    def _ranks(self, pod: TaskShape) -> list[tuple[float, NodeState]]:
+        """`pod`'s best rating on each node state, negated (best first); the states where it
+        does not fit are left out."""
+        known = self._known.setdefault(pod, {})
+        if len(known) > 4 * len(self._nodes.groups) + 4096:  # mostly states no node is in
             known.clear()
-        parts = list[Part]()
-        for state, entries in groups.items():
+        ranks = []
+        for state in self._nodes.groups:
             if state not in known:
                 known[state] = self._rating(pod, state)
             rated = known[state]
             if rated is not None:
-                parts.append((-rated, entries))
-        return parts
+                ranks.append((-rated, state))
+        return ranks
 
     def _rating(self, pod: TaskShape, state: NodeState) -> float | None:
         """The best rating of `pod` on a node in `state`; None: it does not fit there. Only

@@ -15,13 +15,14 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from itertools import islice
 from typing import Any, Generic, TypeVar, overload
 
 from kubedra.scheduler.view import ClusterView
 
 K = TypeVar("K", bound=Hashable)
 Entry = tuple[Any, str]  # (tie key, node name): how nodes of one key are kept, in order
-Part = tuple[float, Iterable[Entry]]  # nodes of one rank (lower first), in tie order
 
 
 def free_devices(view: ClusterView, node: str) -> int:
@@ -41,6 +42,13 @@ class NodeIndex(Generic[K]):
         self._mark = 0
         self.keys: dict[str, K] = {}
         self.groups: dict[K, list[Entry]] = {}
+        # When a group last changed (a node joined, left or changed), from one counter, so a
+        # group emptied and filled again never looks unchanged.
+        self._changed: dict[K, int] = {}
+        self._clock = 0
+        # (key, id(skip)) -> (when, skip): the group was all in `skip` then; kept while the
+        # group is unchanged (a node leaves a skip set only when freed, which changes it).
+        self._skipped: dict[tuple[K, int], tuple[int, AbstractSet[str]]] = {}
 
     def forget(self) -> None:
         """File every node afresh at the next `sync` (the keys or the tie order changed)."""
@@ -51,29 +59,32 @@ class NodeIndex(Generic[K]):
         changed, self._mark = view.changed_since(self._mark if view is self._view else 0)
         if view is not self._view or changed is None:
             self._view = view
-            self.refile_all()
+            self._refile_all()
             return
         for node in set(changed):
             self._file(node)
 
-    def refile_all(self) -> None:
+    def _refile_all(self) -> None:
+        assert self._view is not None
         self.keys.clear()
         self.groups.clear()
-        if self._view is None:
-            return
+        self._skipped.clear()
         for node in self._view.nodes:
             key = self.keys[node] = self._key(self._view, node)
             self.groups.setdefault(key, []).append((self._tie(node), node))
-        for entries in self.groups.values():
+        for key, entries in self.groups.items():
             entries.sort()
+            self._touch(key)
 
     def _file(self, node: str) -> None:
         assert self._view is not None
         key, old = self._key(self._view, node), self.keys.get(node)
+        self._touch(key)
         if key == old:
             return
         entry = (self._tie(node), node)
         if old is not None:
+            self._touch(old)
             entries = self.groups[old]
             del entries[bisect.bisect_left(entries, entry)]
             if not entries:
@@ -81,28 +92,70 @@ class NodeIndex(Generic[K]):
         self.keys[node] = key
         bisect.insort(self.groups.setdefault(key, []), entry)
 
-    def ranking(self, nodes: Sequence[str], parts: Iterable[Part]) -> Ranking:
-        """`nodes` (all filed) in the order of `parts`: lowest rank first, equal ranks merged
-        in tie order; the nodes of no part last, in their order in `nodes`. Read it before
-        the next `sync`: the parts are the index's own lists."""
-        heap = [(rank, i, entries) for i, (rank, entries) in enumerate(parts)]
+    def _touch(self, key: K) -> None:
+        self._clock += 1
+        self._changed[key] = self._clock
+
+    def ranking(
+        self,
+        nodes: Sequence[str],
+        ranks: Iterable[tuple[float, K]],
+        skip: AbstractSet[str] = frozenset(),
+    ) -> Ranking:
+        """`nodes` (all filed) by the rank of their key, lowest first, equal ranks merged in
+        tie order; then, in their order in `nodes`, the nodes of unranked keys and those in
+        `skip`. Read it before the next `sync`: it walks the index's own lists."""
+        heap = [(rank, i, key) for i, (rank, key) in enumerate(ranks)]
         heapq.heapify(heap)  # only the ranks read are sorted
         allowed = None if len(nodes) == len(self.keys) else frozenset(nodes)
+        if len(self._skipped) > 4 * len(self.groups) + 1024:
+            self._skipped.clear()  # verdicts on skip sets long gone
 
         def walk() -> Iterator[str]:
             seen: set[str] = set()
             while heap:
-                rank, _, entries = heapq.heappop(heap)
-                runs = [entries]
+                rank, _, key = heapq.heappop(heap)
+                runs = [self._entries(key, allowed, skip)]
                 while heap and heap[0][0] == rank:
-                    runs.append(heapq.heappop(heap)[2])
+                    runs.append(self._entries(heapq.heappop(heap)[2], allowed, skip))
                 for _, node in runs[0] if len(runs) == 1 else heapq.merge(*runs):
-                    if allowed is None or node in allowed:
-                        seen.add(node)
-                        yield node
+                    seen.add(node)
+                    yield node
             yield from (node for node in nodes if node not in seen)
 
         return Ranking(walk(), len(nodes))
+
+    def _entries(
+        self, key: K, allowed: AbstractSet[str] | None, skip: AbstractSet[str]
+    ) -> Iterable[Entry]:
+        """The group's entries that are allowed and not skipped, filtered as read; a group
+        seen all skipped is passed over at once until it changes."""
+        entries = self.groups[key]
+        if allowed is None and not skip:
+            return entries
+        when = self._changed[key]
+        verdict = self._skipped.get((key, id(skip)))
+        if verdict is not None and verdict[0] == when and verdict[1] is skip:
+            return ()
+        return self._filtered(key, when, entries, allowed, skip)
+
+    def _filtered(
+        self,
+        key: K,
+        when: int,
+        entries: list[Entry],
+        allowed: AbstractSet[str] | None,
+        skip: AbstractSet[str],
+    ) -> Iterator[Entry]:
+        all_skipped = True
+        for entry in entries:
+            if entry[1] in skip:
+                continue
+            all_skipped = False
+            if allowed is None or entry[1] in allowed:
+                yield entry
+        if all_skipped and skip:
+            self._skipped[key, id(skip)] = (when, skip)
 
 
 class Ranking(Sequence[str]):
@@ -134,18 +187,18 @@ class Ranking(Sequence[str]):
             yield self[i]
 
     def _read_up_to(self, count: int) -> None:
-        read = self._read
-        while len(read) < count:
-            node = next(self._order, None)
-            if node is None:
-                return
-            read.append(node)
+        if len(self._read) < count:  # a few ahead: reading is cheaper in runs
+            self._read.extend(islice(self._order, count - len(self._read) + 7))
 
 
 def rank_by_free(
-    index: NodeIndex[int], view: ClusterView, nodes: Sequence[str], fewest_first: bool
+    index: NodeIndex[int],
+    view: ClusterView,
+    nodes: Sequence[str],
+    skip: AbstractSet[str],
+    fewest_first: bool,
 ) -> Ranking:
-    """`nodes` by their free devices (fewest or most first), then by name."""
+    """`nodes` by their free devices (fewest or most first), then by name; `skip` last."""
     index.sync(view)
     sign = 1 if fewest_first else -1
-    return index.ranking(nodes, ((sign * free, group) for free, group in index.groups.items()))
+    return index.ranking(nodes, ((sign * free, free) for free in index.groups), skip)

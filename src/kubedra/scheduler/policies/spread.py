@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 
 from kubedra.allocator import DeviceOrder
 from kubedra.api.core import Pod
@@ -23,8 +24,10 @@ class Spread(Policy):
         # The score rises with the node's free devices, the order in which nodes are tried.
         self.first_only(fixed_device_count(claims) is not None)
 
-    def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
-        return rank_by_free(self._free, view, nodes, fewest_first=False)
+    def rank_nodes(
+        self, view: ClusterView, nodes: Sequence[str], skip: AbstractSet[str] = frozenset()
+    ) -> Sequence[str]:
+        return rank_by_free(self._free, view, nodes, skip, fewest_first=False)
 
     def device_order(self, view: ClusterView, node: str) -> DeviceOrder | None:
         return grouped_order(view, node, fullest_first=False)

@@ -8,6 +8,7 @@ devices span at each level (NVLink weighted most), then packs as a tie-break.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 
 from kubedra.allocator import DeviceOrder
 from kubedra.api.core import Pod
@@ -31,8 +32,10 @@ class Topology(Policy):
         # with the node's free devices, the order in which nodes are tried.
         self.first_only(fixed_device_count(claims) == 1)
 
-    def rank_nodes(self, view: ClusterView, nodes: Sequence[str]) -> Sequence[str]:
-        return rank_by_free(self._free, view, nodes, fewest_first=True)
+    def rank_nodes(
+        self, view: ClusterView, nodes: Sequence[str], skip: AbstractSet[str] = frozenset()
+    ) -> Sequence[str]:
+        return rank_by_free(self._free, view, nodes, skip, fewest_first=True)
 
     def device_orders(self, view: ClusterView, node: str) -> Sequence[DeviceOrder | None]:
         # One try per NVLink domain (that domain first), so a pod that fits in one domain
