@@ -15,6 +15,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from kubedra.api.core import Node
@@ -66,7 +67,8 @@ def test_repair_names_what_it_lost_or_brought_back_older(tmp_path: Path) -> None
     healthy(path)
     store = SqliteStore(path)
     node = store.get(Node, "node-01")
-    store.update(node)  # node-01: a second version, logged
+    labelled = msgspec.structs.replace(node.metadata, labels={"changed": "yes"})
+    store.update(msgspec.structs.replace(node, metadata=labelled))  # a second version, logged
     store.close()
     db = sqlite3.connect(path)
     newest = db.execute("SELECT max(rv) FROM changes").fetchone()[0]

@@ -24,6 +24,7 @@ import msgspec
 
 from kubedra.api.codec import decode_json, to_dict
 from kubedra.api.core import Pod
+from kubedra.api.defaults import with_defaults
 from kubedra.api.kinds import BY_KIND, with_type_meta
 from kubedra.api.meta import KubeObject, ObjectMeta
 from kubedra.api.validation.update import check_update
@@ -190,6 +191,7 @@ class SqliteStore:
             name = meta.name or self._free_name(obj.KIND, namespace, meta.generate_name or "")
             if self._row(obj.KIND, namespace, name) is not None:
                 raise AlreadyExists(f'{obj.KIND} "{name}" already exists')
+            obj = with_defaults(obj, self._timestamp())
             fresh = msgspec.structs.replace(
                 meta,
                 name=name,
@@ -249,9 +251,11 @@ class SqliteStore:
                     f'Operation cannot be fulfilled on {cls.KIND} "{meta.name}": the object has '
                     "been modified; please apply your changes to the latest version and try again"
                 )
-            merged = _merge(stored, obj, keep_status)
+            merged = _merge(stored, with_defaults(obj, self._timestamp()), keep_status)
             if keep_status:  # an update, not a status write: the API server's update rules
                 check_update(stored, merged)
+            if _unchanged(stored, merged):
+                return stored  # as the API server: a write that changes nothing is not one
             if merged.metadata.deletion_timestamp and not merged.metadata.finalizers:
                 self._remove(merged)
                 return merged
@@ -430,6 +434,12 @@ class SqliteStore:
                 self._db.execute("COMMIT")
             except sqlite3.Error as err:
                 raise storefile.translate(self.path, err) from None
+
+
+def _unchanged(stored: T, merged: T) -> bool:
+    version = stored.metadata.resource_version
+    same_version = msgspec.structs.replace(merged.metadata, resource_version=version)
+    return msgspec.structs.replace(merged, metadata=same_version) == stored
 
 
 def _ns(cls: type[KubeObject], namespace: str) -> str:
