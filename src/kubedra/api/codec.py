@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from kubedra.api.bounds import InputError, check_depth, too_deep
 from kubedra.api.core import Container, Namespace, NodeSpec, NodeStatus, PodSpec, PodStatus
 from kubedra.api.kinds import BY_KIND, OLDER_RESOURCE_VERSIONS, TAINT_RULE_VERSIONS, api_version_of
 from kubedra.api.meta import UNKNOWN_FIELDS_KEY, KubeObject, Model, UnknownField
@@ -76,9 +77,11 @@ def decode_object(raw: Any) -> Decoded:
         return ValidationError([Problem(message, path, ref)])
 
     if not isinstance(raw, dict):
-        raise fail("", f"expected an object (mapping), got {type(raw).__name__}")
+        raise fail("", f"expected an object (mapping), got {json_type(raw)}")
     cls, notes = _model_for(raw, fail)
-    raw = copy.deepcopy(raw) if notes or _needs_rewrite(cls, raw) else raw
+    _bound_free_form(raw, _free_form(cls), fail)
+    if notes or _needs_rewrite(cls, raw):
+        raw = copy.deepcopy(_walkable(raw, fail))
     warnings = [Problem(msg, path, ref, severity=Severity.WARNING) for path, msg in notes]
     if notes:
         raw["apiVersion"] = api_version_of(cls)
@@ -88,6 +91,76 @@ def decode_object(raw: Any) -> Decoded:
     ]
     obj = _convert(cls, raw, fail)
     return Decoded(obj, tuple(warnings))
+
+
+# Where a type holds free-form data (`Any`: opaque parameters, device status data,
+# managedFields): _ANY, an _Each (every item of a list or map), or the (field, plan) pairs
+# of a model; None where nothing inside is free-form.
+_ANY = "any"
+
+
+@dataclass(frozen=True, slots=True)
+class _Each:
+    inner: Any
+
+
+@cache
+def _free_form(tp: Any) -> Any:
+    """The plan of where free-form values sit inside a type (types nest a few levels)."""
+    tp = _unwrap_optional(tp)
+    if tp is Any:
+        return _ANY
+    origin = typing.get_origin(tp)
+    if origin in (tuple, dict):
+        inner = _free_form(typing.get_args(tp)[-1 if origin is dict else 0])
+        return _Each(inner) if inner is not None else None
+    if isinstance(tp, type) and issubclass(tp, Model):
+        fields = tuple(
+            (name, plan)
+            for name, field_type in _fields(tp).items()
+            if name != UNKNOWN_FIELDS_KEY and (plan := _free_form(field_type)) is not None
+        )
+        return fields or None
+    return None
+
+
+def _bound_free_form(value: Any, plan: Any, fail: Any) -> None:
+    """Free-form values are the only part of a typed document that can nest without bound:
+    each is checked before anything walks it (the typed parts follow their models)."""
+    if plan == _ANY:
+        try:
+            check_depth(value)
+        except InputError as err:
+            raise fail("", err.message) from None
+    elif isinstance(plan, _Each) and isinstance(value, dict | list):
+        for item in value.values() if isinstance(value, dict) else value:
+            _bound_free_form(item, plan.inner, fail)
+    elif isinstance(plan, tuple) and isinstance(value, dict):
+        for name, inner in plan:
+            if name in value:
+                _bound_free_form(value[name], inner, fail)
+
+
+def _walkable(raw: dict[str, Any], fail: Any) -> dict[str, Any]:
+    """The document, once its nesting is known to be within the bound that the recursive
+    walks here (copying, stripping unknown fields) need."""
+    try:
+        check_depth(raw)
+    except InputError as err:
+        raise fail("", err.message) from None
+    return raw
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a plain value's type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    names: dict[type, str] = {str: "string", list: "list", dict: "object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _model_for(raw: dict[str, Any], fail: Any) -> tuple[type[KubeObject], list[tuple[str, str]]]:
@@ -163,15 +236,15 @@ def _upgrade_shapes(
 # --- JSON fast path -----------------------------------------------------------------------
 
 
-class _Head(msgspec.Struct):
+class JsonHead(msgspec.Struct):
     """Just enough of a JSON document to route it: msgspec skips everything else in C."""
 
-    apiVersion: str = ""
-    kind: str = ""
-    items: list[msgspec.Raw] | None = None
+    apiVersion: Any = None
+    kind: Any = None
+    items: msgspec.Raw = msgspec.Raw()  # empty when absent
 
 
-_head_decoder = msgspec.json.Decoder(_Head)
+json_head = msgspec.json.Decoder(JsonHead).decode
 
 
 @cache
@@ -179,22 +252,14 @@ def _typed_decoder(cls: type[KubeObject]) -> msgspec.json.Decoder[KubeObject]:
     return msgspec.json.Decoder(cls, dec_hook=_dec_hook)
 
 
-def split_json(data: bytes) -> list[tuple[int | None, msgspec.Raw]]:
-    """The objects of a JSON text: a kubectl List's items (with index) or the one object."""
-    head = _head_decoder.decode(data)
-    if head.kind.endswith("List") and head.items is not None:
-        return list(enumerate(head.items))
-    return [(None, msgspec.Raw(data))]
-
-
-def decode_json(raw: msgspec.Raw | bytes, typed: bool = True) -> Decoded:
-    """Decode one JSON object straight into its model (no intermediate dicts) when it is
-    plain v1; anything that needs the general path (unknown fields, older shapes, errors)
-    takes it, so both paths give the same object and the same problems. `typed=False`
-    forces the general path (for texts that spell kubedra's own unknown-fields key)."""
-    head = _head_decoder.decode(raw)
-    cls = BY_KIND.get(head.kind)
-    if typed and cls is not None and head.apiVersion == api_version_of(cls):
+def decode_json(raw: msgspec.Raw | bytes) -> Decoded:
+    """Decode one JSON object kubedra wrote (the stores) straight into its model, with no
+    intermediate dicts, when it is plain v1; anything that needs the general path (unknown
+    fields, older shapes, errors) takes it, so both paths give the same object and the same
+    problems. Manifests take the strict path instead (`kubedra.api.json_reader`)."""
+    head = json_head(raw)
+    cls = BY_KIND.get(head.kind) if isinstance(head.kind, str) else None
+    if cls is not None and head.apiVersion == api_version_of(cls):
         try:
             return Decoded(_typed_decoder(cls).decode(raw), ())
         except msgspec.ValidationError:
@@ -235,7 +300,9 @@ def _convert(cls: type[KubeObject], raw: dict[str, Any], fail: Any) -> KubeObjec
     except msgspec.ValidationError as err:
         if not str(err).startswith("Object contains unknown field"):
             raise fail(*_error_location(cls, raw, str(err))) from None
-    stripped = copy.deepcopy(raw)
+    except RecursionError:
+        raise fail("", too_deep().message) from None
+    stripped = copy.deepcopy(_walkable(raw, fail))
     # Sorted by path, so that the same document read in any key order gives equal objects.
     unknown = sorted(_strip_unknown(cls, stripped, ()), key=lambda f: _path_key(f.path))
     try:
@@ -246,7 +313,7 @@ def _convert(cls: type[KubeObject], raw: dict[str, Any], fail: Any) -> KubeObjec
 
 
 def _path_key(path: tuple[str | int, ...]) -> tuple[tuple[int, int, str], ...]:
-    return tuple((0, s, "") if isinstance(s, int) else (1, 0, s) for s in path)
+    return tuple((0, s, "") if isinstance(s, int) else (1, 0, str(s)) for s in path)
 
 
 @cache
