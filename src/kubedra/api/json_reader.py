@@ -3,8 +3,9 @@
 msgspec splits the text (a kubectl List into its items) and checks the syntax in C; each
 object is then decoded by the standard library's C scanner with three hooks, the checks
 of Kubernetes' strict JSON decoding (sigs.k8s.io/json) that a plain decode skips: a key
-twice in one object, numbers too long to convert safely, and the NaN/Infinity literals
-that are not JSON. Sizes and nesting are bounded before anything walks the data.
+twice in one object, and numbers too long to convert safely (msgspec has already refused
+what is not JSON, NaN and Infinity included). Object sizes are bounded before decoding;
+nesting is bounded by the codec before anything walks the data.
 """
 
 from __future__ import annotations
@@ -66,8 +67,7 @@ def strict_decode(raw: bytes) -> Any:
     """One JSON value as plain data; InputError on duplicate keys, long numbers, NaN or
     Infinity, or nesting beyond the bound."""
     try:
-        value = json.loads(raw, object_pairs_hook=_unique, parse_int=_int,
-                           parse_constant=_constant)  # fmt: skip
+        value = json.loads(raw, object_pairs_hook=_unique, parse_int=_int)
     except _DuplicateKey:
         path, key = _first_duplicate(raw)
         raise InputError(f'duplicate field "{key}"', path=path) from None
@@ -103,17 +103,13 @@ def _int(text: str) -> int:
     return int(text)
 
 
-def _constant(name: str) -> Any:
-    raise InputError(f"unsupported value: {name} (JSON has no infinities or NaN)")
-
-
 class _Pairs(list[tuple[str, Any]]):
     """An object's pairs as written (duplicates kept), to find where a key repeats."""
 
 
 def _first_duplicate(raw: bytes) -> tuple[str, str]:
     """(path of the object, key) of the first key written twice in one object."""
-    decoded = json.loads(raw, object_pairs_hook=_Pairs, parse_int=_int, parse_constant=_constant)
+    decoded = json.loads(raw, object_pairs_hook=_Pairs, parse_int=_int)
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(decoded, ())]
     while stack:
         value, path = stack.pop()
