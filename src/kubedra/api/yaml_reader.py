@@ -14,8 +14,10 @@ timestamps as strings.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import yaml
@@ -66,7 +68,8 @@ class YamlDocument:
 
 def yaml_documents(text: str) -> Iterator[YamlDocument]:
     """Every non-empty document of a YAML text; raises yaml.YAMLError on bad syntax (after
-    the documents before it)."""
+    the documents before it), InputError when a document is too large to be an object."""
+    _check_document_sizes(text)
     loader = Loader(text)
     try:
         ordinal = 0
@@ -80,6 +83,22 @@ def yaml_documents(text: str) -> Iterator[YamlDocument]:
             ordinal += 1
     finally:
         loader.dispose()
+
+
+# A document ends where a line starts with `---` or `...` (a block scalar's lines are
+# indented, and a quoted one cannot hold a document marker).
+_DOCUMENT_MARKER = re.compile(r"^(?:---|\.\.\.)(?=[ \t\r\n]|$)", re.MULTILINE)
+
+
+def _check_document_sizes(text: str) -> None:
+    """Refuse a document over the object bound before parsing it, unless it may be a
+    kubectl List (whose items are measured one by one while it is read)."""
+    if len(text) <= MAX_OBJECT_BYTES:
+        return
+    bounds = [0, *(m.start() for m in _DOCUMENT_MARKER.finditer(text)), len(text)]
+    for start, end in pairwise(bounds):
+        if end - start > MAX_OBJECT_BYTES and text.find("List", start, end) < 0:
+            raise too_large(end - start, text.count("\n", 0, start) + 1)
 
 
 @dataclass(slots=True)
