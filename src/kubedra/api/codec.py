@@ -14,7 +14,7 @@ import json
 import re
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -72,10 +72,7 @@ def decode_object(raw: Any) -> Decoded:
     Problems carry object and field path; the loader adds file and line.
     """
     ref = object_ref(raw)
-
-    def fail(path: str, message: str) -> ValidationError:
-        return ValidationError([Problem(message, path, ref)])
-
+    fail = _failure(ref)
     if not isinstance(raw, dict):
         raise fail("", f"expected an object (mapping), got {json_type(raw)}")
     cls, notes = _model_for(raw, fail)
@@ -106,7 +103,8 @@ class _Each:
 
 @cache
 def _free_form(tp: Any) -> Any:
-    """The plan of where free-form values sit inside a type (types nest a few levels)."""
+    """The plan of where free-form values sit inside a type (types nest a few levels):
+    for a model, (attribute, wire name, plan) of each field that holds some."""
     tp = _unwrap_optional(tp)
     if tp is Any:
         return _ANY
@@ -116,9 +114,9 @@ def _free_form(tp: Any) -> Any:
         return _Each(inner) if inner is not None else None
     if isinstance(tp, type) and issubclass(tp, Model):
         fields = tuple(
-            (name, plan)
-            for name, field_type in _fields(tp).items()
-            if name != UNKNOWN_FIELDS_KEY and (plan := _free_form(field_type)) is not None
+            (f.name, f.encode_name, plan)
+            for f in msgspec.structs.fields(tp)
+            if f.encode_name != UNKNOWN_FIELDS_KEY and (plan := _free_form(f.type)) is not None
         )
         return fields or None
     return None
@@ -126,17 +124,22 @@ def _free_form(tp: Any) -> Any:
 
 def _bound_free_form(value: Any, plan: Any, fail: Any) -> None:
     """Free-form values are the only part of a typed document that can nest without bound:
-    each is checked before anything walks it (the typed parts follow their models)."""
+    each is checked before anything walks it (the typed parts follow their models). The
+    value is plain data, or (after a typed decode) the model itself."""
     if plan == _ANY:
         try:
             check_depth(value)
         except InputError as err:
             raise fail("", err.message) from None
-    elif isinstance(plan, _Each) and isinstance(value, dict | list):
-        for item in value.values() if isinstance(value, dict) else value:
+    elif isinstance(plan, _Each):
+        items = value.values() if isinstance(value, dict) else value
+        for item in items if isinstance(value, dict | list | tuple) else ():
             _bound_free_form(item, plan.inner, fail)
-    elif isinstance(plan, tuple) and isinstance(value, dict):
-        for name, inner in plan:
+    elif isinstance(value, Model):
+        for attribute, _, inner in plan:
+            _bound_free_form(getattr(value, attribute), inner, fail)
+    elif isinstance(value, dict):
+        for _, name, inner in plan:
             if name in value:
                 _bound_free_form(value[name], inner, fail)
 
@@ -149,6 +152,15 @@ def _walkable(raw: dict[str, Any], fail: Any) -> dict[str, Any]:
     except InputError as err:
         raise fail("", err.message) from None
     return raw
+
+
+def _failure(ref: ObjectRef) -> Callable[[str, str], ValidationError]:
+    """How decoding fails for one object: a problem at a field path of it."""
+
+    def fail(path: str, message: str) -> ValidationError:
+        return ValidationError([Problem(message, path, ref)])
+
+    return fail
 
 
 def json_type(value: Any) -> str:
@@ -252,19 +264,27 @@ def _typed_decoder(cls: type[KubeObject]) -> msgspec.json.Decoder[KubeObject]:
     return msgspec.json.Decoder(cls, dec_hook=_dec_hook)
 
 
-def decode_json(raw: msgspec.Raw | bytes) -> Decoded:
-    """Decode one JSON object kubedra wrote (the stores) straight into its model, with no
-    intermediate dicts, when it is plain v1; anything that needs the general path (unknown
-    fields, older shapes, errors) takes it, so both paths give the same object and the same
-    problems. Manifests take the strict path instead (`kubedra.api.json_reader`)."""
+def decode_json(raw: msgspec.Raw | bytes, typed: bool = True) -> Decoded:
+    """Decode one JSON object straight into its model (no intermediate dicts) when it is
+    plain v1; anything that needs the general path (unknown fields, older shapes, errors)
+    takes it, so both paths give the same object and the same problems. `typed=False`
+    forces the general path (for texts that spell kubedra's own unknown-fields key)."""
     head = json_head(raw)
     cls = BY_KIND.get(head.kind) if isinstance(head.kind, str) else None
-    if cls is not None and head.apiVersion == api_version_of(cls):
+    if typed and cls is not None and head.apiVersion == api_version_of(cls):
         try:
-            return Decoded(_typed_decoder(cls).decode(raw), ())
-        except msgspec.ValidationError:
+            obj = _typed_decoder(cls).decode(raw)
+        except (msgspec.ValidationError, RecursionError):
             pass
-    return decode_object(msgspec.json.decode(raw))
+        else:
+            ref = ObjectRef(cls.KIND, obj.namespace, obj.name)
+            _bound_free_form(obj, _free_form(cls), _failure(ref))
+            return Decoded(obj, ())
+    try:
+        data = msgspec.json.decode(raw)
+    except RecursionError:
+        raise _failure(ObjectRef())("", too_deep().message) from None
+    return decode_object(data)
 
 
 # --- conversion ---------------------------------------------------------------------------

@@ -1,11 +1,12 @@
-"""JSON manifests as plain data, decoded as strictly as the API server decodes them.
+"""JSON manifests, checked as strictly as the API server decodes them, then decoded.
 
-msgspec splits the text (a kubectl List into its items) and checks the syntax in C; each
-object is then decoded by the standard library's C scanner with three hooks, the checks
-of Kubernetes' strict JSON decoding (sigs.k8s.io/json) that a plain decode skips: a key
-twice in one object, and numbers too long to convert safely (msgspec has already refused
-what is not JSON, NaN and Infinity included). Object sizes are bounded before decoding;
-nesting is bounded by the codec before anything walks the data.
+msgspec splits the text (a kubectl List into its items) and checks the syntax in C (NaN
+and Infinity included); each object then gets one pass of the standard library's C
+scanner with two hooks, for the checks of Kubernetes' strict JSON decoding
+(sigs.k8s.io/json) that a plain decode skips: a key twice in one object, and numbers too
+long to convert safely. The pass builds nothing (the hooks return None), and the object is
+then decoded by msgspec straight into its model (`kubedra.api.codec.decode_json`), which
+bounds the nesting of free-form values before anything walks them.
 """
 
 from __future__ import annotations
@@ -27,10 +28,8 @@ from kubedra.api.bounds import (
 )
 from kubedra.api.codec import format_path, json_head
 
-# (List item index or None, data, problems): data is None when a problem kept it from
-# being decoded.
-JsonObject = tuple[int | None, Any, tuple[InputError, ...]]
-
+# (List item index or None, the object's JSON, the problems that keep it from being decoded)
+JsonObject = tuple[int | None, bytes, tuple[InputError, ...]]
 
 _items_decoder = msgspec.json.Decoder(list[msgspec.Raw])
 
@@ -39,13 +38,15 @@ def json_objects(data: bytes) -> Iterator[JsonObject]:
     """The objects of a JSON text: a kubectl List's items (with index) or the one object.
     Raises InputError when the text as a whole is not JSON."""
     for item, raw in _split(data):
+        problems: tuple[InputError, ...] = ()
         if len(raw) > MAX_OBJECT_BYTES:
-            yield item, None, (too_large(len(raw)),)
-            continue
-        try:
-            yield item, strict_decode(bytes(raw)), ()
-        except InputError as err:
-            yield item, _lenient(bytes(raw)), (err,)
+            problems = (too_large(len(raw)),)
+        else:
+            try:
+                check_strict(bytes(raw))
+            except InputError as err:
+                problems = (err,)
+        yield item, bytes(raw), problems
 
 
 def _split(data: bytes) -> list[tuple[int | None, msgspec.Raw]]:
@@ -63,11 +64,11 @@ def _split(data: bytes) -> list[tuple[int | None, msgspec.Raw]]:
         raise InputError(f"cannot parse: {err}", _error_line(data, str(err))) from None
 
 
-def strict_decode(raw: bytes) -> Any:
-    """One JSON value as plain data; InputError on duplicate keys, long numbers, NaN or
-    Infinity, or nesting beyond the bound."""
+def check_strict(raw: bytes) -> None:
+    """InputError when one JSON value has a key twice in an object, a number too long to
+    convert, or nesting deeper than the C scanner's stack allows."""
     try:
-        value = json.loads(raw, object_pairs_hook=_unique, parse_int=_int)
+        json.loads(raw, object_pairs_hook=_unique_keys, parse_int=_short_int)
     except _DuplicateKey:
         path, key = _first_duplicate(raw)
         raise InputError(f'duplicate field "{key}"', path=path) from None
@@ -75,32 +76,22 @@ def strict_decode(raw: bytes) -> Any:
         raise too_deep() from None
     except ValueError as err:  # JSONDecodeError: what msgspec accepts and json does not
         raise InputError(f"cannot parse: {err}", getattr(err, "lineno", 0)) from None
-    return value
-
-
-def _lenient(raw: bytes) -> Any:
-    """The object as a plain decode reads it (last key wins), to name it in a message."""
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
 
 
 class _DuplicateKey(Exception):
     pass
 
 
-def _unique(pairs: list[tuple[str, Any]], dict: type[dict[str, Any]] = dict) -> dict[str, Any]:
-    value = dict(pairs)  # (`dict` bound as a default: this runs once per JSON object)
-    if len(value) != len(pairs):
+def _unique_keys(pairs: list[tuple[str, Any]], len: Any = len, dict: Any = dict) -> None:
+    """Runs once per JSON object (builtins bound as defaults; one-key objects, the most
+    common, are skipped)."""
+    if len(pairs) > 1 and len(dict(pairs)) != len(pairs):
         raise _DuplicateKey
-    return value
 
 
-def _int(text: str) -> int:
+def _short_int(text: str) -> None:
     if len(text) > MAX_NUMBER_CHARS:
         raise number_too_long(text)
-    return int(text)
 
 
 class _Pairs(list[tuple[str, Any]]):
@@ -109,7 +100,7 @@ class _Pairs(list[tuple[str, Any]]):
 
 def _first_duplicate(raw: bytes) -> tuple[str, str]:
     """(path of the object, key) of the first key written twice in one object."""
-    decoded = json.loads(raw, object_pairs_hook=_Pairs, parse_int=_int)
+    decoded = json.loads(raw, object_pairs_hook=_Pairs, parse_int=_short_int)
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(decoded, ())]
     while stack:
         value, path = stack.pop()

@@ -12,21 +12,23 @@ breach is one problem with file and line, never an exception.
 
 from __future__ import annotations
 
+import json
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 import yaml
 
 from kubedra.api.bounds import MAX_INPUT_BYTES, InputError
-from kubedra.api.codec import decode_object, object_ref
+from kubedra.api.codec import Decoded, decode_json, decode_object, object_ref
 from kubedra.api.field_lines import field_lines, parse_path
 from kubedra.api.json_reader import json_objects
-from kubedra.api.meta import KubeObject
+from kubedra.api.meta import UNKNOWN_FIELDS_KEY, KubeObject
 from kubedra.api.yaml_reader import yaml_documents
-from kubedra.errors import Problem, ValidationError, errors_only
+from kubedra.errors import ObjectRef, Problem, ValidationError, errors_only
 
 __all__ = ["LoadResult", "LoadedObject", "Source", "load", "load_paths", "load_text", "parse_path"]
 
@@ -133,8 +135,15 @@ def load_text(
     return result
 
 
-# (where it was read, its data, problems that kept it from being decoded)
-_Pending = tuple[Source, Any, tuple[InputError, ...]]
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """One object read: how to decode it, or the problems that keep it from being decoded
+    (with the object's kind and name, as far as they could be read)."""
+
+    source: Source
+    decode: Callable[[], Decoded]
+    problems: tuple[InputError, ...] = ()
+    ref: ObjectRef = field(default_factory=ObjectRef)
 
 
 def _text(data: str | bytes) -> str:
@@ -158,15 +167,33 @@ def _text(data: str | bytes) -> str:
 def _pending(text: str, data: str | bytes, file: str) -> Iterator[_Pending]:
     if file.endswith(".json") or text.lstrip().startswith(("{", "[")):
         raw = data if isinstance(data, bytes) else text.encode()
-        for item, value, problems in json_objects(raw.removeprefix(b"\xef\xbb\xbf")):
-            yield Source(file, 1, 0, item), value, problems
+        typed = UNKNOWN_FIELDS_KEY not in text  # else the key must not reach the models
+        for item, obj, problems in json_objects(raw.removeprefix(b"\xef\xbb\xbf")):
+            ref = object_ref(_lenient_json(obj)) if problems else ObjectRef()
+            decode = partial(decode_json, obj, typed)
+            yield _Pending(Source(file, 1, 0, item), decode, problems, ref)
         return
     for doc in yaml_documents(text):
         if doc.problems:
-            yield Source(file, doc.line, doc.ordinal), doc.data, doc.problems
+            source = Source(file, doc.line, doc.ordinal)
+            yield _Pending(source, _never, doc.problems, object_ref(doc.data))
             continue
         for item, raw_item in _items(doc.data):
-            yield Source(file, doc.line, doc.ordinal, item), raw_item, ()
+            source = Source(file, doc.line, doc.ordinal, item)
+            yield _Pending(source, partial(decode_object, raw_item))
+
+
+def _never() -> Decoded:
+    raise AssertionError("an object with problems is not decoded")
+
+
+def _lenient_json(raw: bytes) -> Any:
+    """An object as a plain decode reads it (the last of a repeated key wins), only to
+    name it in a message."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _decode_all(pending: list[_Pending], result: LoadResult) -> None:
@@ -174,20 +201,19 @@ def _decode_all(pending: list[_Pending], result: LoadResult) -> None:
     found: list[tuple[Problem, Source]] = []
     decoded: list[tuple[KubeObject, Source, int, int]] = []  # warnings found[i:j]
     errors: list[int] = []
-    for source, raw, problems in pending:
-        if problems:
-            ref = object_ref(raw)
-            errors += range(len(found), len(found) + len(problems))
-            found += [(Problem(e.message, e.path, ref, line=e.line), source) for e in problems]
-            continue
-        try:
-            obj = decode_object(raw)
-        except ValidationError as err:
-            errors += range(len(found), len(found) + len(err.problems))
-            found += [(p, source) for p in err.problems]
-            continue
-        decoded.append((obj.obj, source, len(found), len(found) + len(obj.warnings)))
-        found += [(w, source) for w in obj.warnings]
+    for one in pending:
+        problems = [Problem(e.message, e.path, one.ref, line=e.line) for e in one.problems]
+        if not problems:
+            try:
+                obj = one.decode()
+            except ValidationError as err:
+                problems = list(err.problems)
+            else:
+                decoded.append((obj.obj, one.source, len(found), len(found) + len(obj.warnings)))
+                found += [(w, one.source) for w in obj.warnings]
+                continue
+        errors += range(len(found), len(found) + len(problems))
+        found += [(p, one.source) for p in problems]
     located = result.locate_all(found)
     result.problems += [located[i] for i in errors]
     result.objects += [LoadedObject(o, s, tuple(located[i:j])) for o, s, i, j in decoded]
