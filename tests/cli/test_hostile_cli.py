@@ -36,7 +36,8 @@ def test_invalid_utf8_names_the_file_everywhere(tmp_path: Path, command: str) ->
 
 
 def test_deep_json_on_stdin() -> None:
-    run = kubedra("lint", "-", stdin='{"kind": ' + "[" * 2000 + "]" * 2000 + "}")
+    deep = "[" * 2000 + "]" * 2000
+    run = kubedra("lint", "-", stdin='{"apiVersion": "v1", "kind": "Node", "x": ' + deep + "}")
     _clean_failure(run, "-: nested too deeply: more than 100 levels")
 
 

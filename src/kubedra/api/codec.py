@@ -251,8 +251,8 @@ def _upgrade_shapes(
 class JsonHead(msgspec.Struct):
     """Just enough of a JSON document to route it: msgspec skips everything else in C."""
 
-    apiVersion: Any = None
-    kind: Any = None
+    apiVersion: str = ""
+    kind: str = ""
     items: msgspec.Raw = msgspec.Raw()  # empty when absent
 
 
@@ -269,8 +269,11 @@ def decode_json(raw: msgspec.Raw | bytes, typed: bool = True) -> Decoded:
     plain v1; anything that needs the general path (unknown fields, older shapes, errors)
     takes it, so both paths give the same object and the same problems. `typed=False`
     forces the general path (for texts that spell kubedra's own unknown-fields key)."""
-    head = json_head(raw)
-    cls = BY_KIND.get(head.kind) if isinstance(head.kind, str) else None
+    try:
+        head = json_head(raw)
+    except msgspec.ValidationError:  # a kind or apiVersion that is no string
+        head = JsonHead()
+    cls = BY_KIND.get(head.kind)
     if typed and cls is not None and head.apiVersion == api_version_of(cls):
         try:
             obj = _typed_decoder(cls).decode(raw)

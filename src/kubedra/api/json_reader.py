@@ -52,11 +52,10 @@ def json_objects(data: bytes) -> Iterator[JsonObject]:
 def _split(data: bytes) -> list[tuple[int | None, msgspec.Raw]]:
     try:
         head = json_head(data)
-        if isinstance(head.kind, str) and head.kind.endswith("List") and head.items:
-            try:
-                return list(enumerate(_items_decoder.decode(head.items)))
-            except msgspec.ValidationError:
-                pass  # `items` is not a list: not a kubectl List, decoded as one object
+        if head.kind.endswith("List") and head.items:
+            return list(enumerate(_items_decoder.decode(head.items)))
+        return [(None, msgspec.Raw(data))]
+    except msgspec.ValidationError:  # valid JSON, but no kubectl List: one object
         return [(None, msgspec.Raw(data))]
     except RecursionError:
         raise too_deep() from None
