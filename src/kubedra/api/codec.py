@@ -62,8 +62,12 @@ def object_ref(raw: Any) -> ObjectRef:
         return ObjectRef()
     meta = raw.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
-    name = meta.get("name") or meta.get("generateName") or ""
-    return ObjectRef(str(raw.get("kind") or ""), str(meta.get("namespace") or ""), str(name))
+
+    def text(value: Any) -> str:  # only strings name an object (anything else is an error)
+        return value if isinstance(value, str) else ""
+
+    name = text(meta.get("name")) or text(meta.get("generateName"))
+    return ObjectRef(text(raw.get("kind")), text(meta.get("namespace")), name)
 
 
 def decode_object(raw: Any) -> Decoded:
