@@ -68,7 +68,7 @@ def too_deep(line: int = 0) -> InputError:
 def too_large(size: int, line: int = 0) -> InputError:
     return InputError(
         f"Request entity too large: {size:,} bytes, limit is {MAX_OBJECT_BYTES:,} "
-        "(the API server's request body limit, aliases expanded)",
+        "(the API server's request body limit)",
         line,
     )
 

@@ -79,8 +79,11 @@ def _deepest(chain: list[_Trie]) -> int:
 
 
 def _read(text: str, tries: dict[int, _Trie]) -> None:
+    """One pass over the events, stopping once every node asked for in the last document
+    asked about has been seen (a problem at an object's top is found at its first line)."""
     loader = Loader(text)
     last = max(tries)
+    unseen = _count(tries[last])
     document = -1
     stack: list[_Open] = []
     try:
@@ -103,13 +106,21 @@ def _read(text: str, tries: dict[int, _Trie]) -> None:
             if trie is None:
                 _skip(loader, event)
                 continue
-            trie.line = event.start_mark.line + 1
+            if not trie.line:
+                trie.line = event.start_mark.line + 1
+                unseen -= document == last
+                if not unseen:
+                    return
             if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                 stack.append(_Open(trie, kind is yaml.MappingStartEvent))
     except yaml.YAMLError:
         return  # lines found before the bad syntax stand
     finally:
         loader.dispose()
+
+
+def _count(trie: _Trie) -> int:
+    return 1 + sum(_count(child) for child in trie.children.values())
 
 
 def _place(stack: list[_Open], root: _Trie | None, event: yaml.Event) -> _Trie | None:

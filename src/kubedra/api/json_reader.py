@@ -27,11 +27,37 @@ from kubedra.api.bounds import (
     too_large,
 )
 from kubedra.api.codec import format_path, json_head
+from kubedra.errors import ObjectRef
 
 # (List item index or None, the object's JSON, the problems that keep it from being decoded)
 JsonObject = tuple[int | None, bytes, tuple[InputError, ...]]
 
 _items_decoder = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+class _Metadata(msgspec.Struct):
+    name: str = ""
+    generateName: str = ""
+    namespace: str = ""
+
+
+class _Named(msgspec.Struct):
+    kind: str = ""
+    metadata: _Metadata = msgspec.field(default_factory=_Metadata)
+
+
+_named = msgspec.json.Decoder(_Named).decode
+
+
+def json_ref(raw: bytes) -> ObjectRef:
+    """Kind and name of a JSON object that cannot be decoded, for its message (msgspec
+    skips everything else in C, however large the object)."""
+    try:
+        named = _named(raw)
+    except msgspec.DecodeError:
+        return ObjectRef()
+    meta = named.metadata
+    return ObjectRef(named.kind, meta.namespace, meta.name or meta.generateName)
 
 
 def json_objects(data: bytes) -> Iterator[JsonObject]:

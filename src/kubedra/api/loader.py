@@ -12,7 +12,6 @@ breach is one problem with file and line, never an exception.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ import yaml
 from kubedra.api.bounds import MAX_INPUT_BYTES, InputError
 from kubedra.api.codec import Decoded, decode_json, decode_object, object_ref
 from kubedra.api.field_lines import field_lines, parse_path
-from kubedra.api.json_reader import json_objects
+from kubedra.api.json_reader import json_objects, json_ref
 from kubedra.api.meta import UNKNOWN_FIELDS_KEY, KubeObject
 from kubedra.api.yaml_reader import yaml_documents
 from kubedra.errors import ObjectRef, Problem, ValidationError, errors_only
@@ -169,7 +168,7 @@ def _pending(text: str, data: str | bytes, file: str) -> Iterator[_Pending]:
         raw = data if isinstance(data, bytes) else text.encode()
         typed = UNKNOWN_FIELDS_KEY not in text  # else the key must not reach the models
         for item, obj, problems in json_objects(raw.removeprefix(b"\xef\xbb\xbf")):
-            ref = object_ref(_lenient_json(obj)) if problems else ObjectRef()
+            ref = json_ref(obj) if problems else ObjectRef()
             decode = partial(decode_json, obj, typed)
             yield _Pending(Source(file, 1, 0, item), decode, problems, ref)
         return
@@ -185,15 +184,6 @@ def _pending(text: str, data: str | bytes, file: str) -> Iterator[_Pending]:
 
 def _never() -> Decoded:
     raise AssertionError("an object with problems is not decoded")
-
-
-def _lenient_json(raw: bytes) -> Any:
-    """An object as a plain decode reads it (the last of a repeated key wins), only to
-    name it in a message."""
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
 
 
 def _decode_all(pending: list[_Pending], result: LoadResult) -> None:
