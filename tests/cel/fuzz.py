@@ -17,13 +17,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from kubedra.api.quantity import Quantity
 from kubedra.api.semver import Semver
 from kubedra.cel import CelError, DeviceView, compile_selector, evaluate_expression
-from tests.fuzz.harness import Runs, main
+from tests.fuzz.harness import Runs, main, run_drawn, span_edit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -131,16 +130,9 @@ def corpus() -> list[str]:
 def mutate(rng: random.Random, text: str) -> str:
     """A few random edits: insert, delete or duplicate a span, splice a token."""
     for _ in range(rng.randint(1, 4)):
-        pos = rng.randint(0, len(text))
         op = rng.randrange(5)
-        if op == 0:
-            text = text[:pos] + rng.choice(_MUTATION_TOKENS) + text[pos:]
-        elif op == 1 and text:
-            end = min(len(text), pos + rng.randint(1, 8))
-            text = text[:pos] + text[end:]
-        elif op == 2 and text:
-            start = rng.randint(0, pos)
-            text = text[:pos] + text[start:pos] * rng.randint(1, 30) + text[pos:]
+        if op < 3:
+            text = span_edit(rng, text, _MUTATION_TOKENS, 8)
         elif op == 3:
             text = "(" * rng.randint(1, 300) + text + ")" * rng.randint(0, 300)
         else:
@@ -196,15 +188,8 @@ def _steps(expression: str) -> Iterator[tuple[str, Callable[[], bool]]]:
 def fuzz(count: int, seed_value: int = 0) -> Stats:
     """Run `count` generated or mutated expressions (reproducible for a given seed)."""
     stats = Stats()
-
-    @settings(max_examples=count, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))  # fmt: skip
-    @seed(seed_value)
-    @given(st.one_of(GRAMMAR, mutations(seed_value)))
-    def one(expression: str) -> None:
-        run_case(expression, stats)
-
-    one()
+    run_drawn(st.one_of(GRAMMAR, mutations(seed_value)), count, seed_value,
+              lambda expression: run_case(expression, stats))  # fmt: skip
     return stats
 
 
@@ -214,11 +199,6 @@ def report(stats: Stats) -> str:
     return "\n".join([head, *stats.runs.details()])
 
 
-def _run(count: int, seed_value: int) -> tuple[str, bool]:
-    stats = fuzz(count, seed_value)
-    return report(stats), stats.runs.clean
-
-
 if __name__ == "__main__":
     sys.setrecursionlimit(1000)
-    raise SystemExit(main(sys.argv[1:], _run))
+    raise SystemExit(main(sys.argv[1:], fuzz, report))

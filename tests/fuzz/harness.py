@@ -4,15 +4,22 @@ CEL expressions)."""
 
 from __future__ import annotations
 
+import random
 import resource
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
 
 MAX_SECONDS = 10.0
 MAX_GROWTH_BYTES = 1 << 30
+
+T = TypeVar("T")
 
 
 def peak_bytes() -> int:
@@ -68,8 +75,43 @@ class Runs:
         return not self.crashes and not self.slow
 
 
-def main(argv: list[str], run: Callable[[int, int], tuple[str, bool]]) -> int:
+def span_edit(rng: random.Random, text: str, tokens: list[str], longest: int) -> str:
+    """The edit every mutator here starts from: splice in a token, delete a span of up to
+    `longest` characters, or repeat a span up to 30 times."""
+    pos = rng.randint(0, len(text))
+    op = rng.randrange(3)
+    if op == 0:
+        return text[:pos] + rng.choice(tokens) + text[pos:]
+    if op == 1:
+        return text[:pos] + text[min(len(text), pos + rng.randint(1, longest)) :]
+    start = rng.randint(0, pos)
+    return text[:pos] + text[start:pos] * rng.randint(1, 30) + text[pos:]
+
+
+def run_drawn(strategy: st.SearchStrategy[T], count: int, seed_value: int,
+              each: Callable[[T], None]) -> None:  # fmt: skip
+    """Call `each` on `count` values drawn from `strategy`, reproducibly for a seed (no
+    shrinking, no example database: every case is a fresh draw)."""
+
+    @settings(max_examples=count, deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @seed(seed_value)
+    @given(strategy)
+    def one(drawn: T) -> None:
+        each(drawn)
+
+    one()
+
+
+class Fuzzed(Protocol):
+    runs: Runs
+
+
+F = TypeVar("F", bound=Fuzzed)
+
+
+def main(argv: list[str], fuzz: Callable[[int, int], F], report: Callable[[F], str]) -> int:
     """`python -m ... N [SEED]`: run N cases, print the report, fail on crashes."""
-    text, clean = run(int(argv[0]) if argv else 1000, int(argv[1]) if len(argv) > 1 else 0)
-    print(text)
-    return 0 if clean else 1
+    stats = fuzz(int(argv[0]) if argv else 1000, int(argv[1]) if len(argv) > 1 else 0)
+    print(report(stats))
+    return 0 if stats.runs.clean else 1

@@ -26,13 +26,12 @@ from typing import Any
 
 import yaml
 from click.testing import CliRunner
-from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from kubedra.api.loader import load_text
 from kubedra.cli.lint import lint_problems
 from kubedra.cli.main import cli
-from tests.fuzz.harness import Runs, main
+from tests.fuzz.harness import Runs, main, run_drawn, span_edit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,15 +74,9 @@ def mutate_text(rng: random.Random, text: str) -> str | bytes:
     if rng.random() < 0.2:
         return _harmless(rng, text)
     for _ in range(rng.randint(1, 4)):
-        pos = rng.randint(0, len(text))
         op = rng.randrange(6)
-        if op == 0:
-            text = text[:pos] + rng.choice(_TOKENS) + text[pos:]
-        elif op == 1 and text:
-            text = text[:pos] + text[min(len(text), pos + rng.randint(1, 40)) :]
-        elif op == 2 and text:
-            start = rng.randint(0, pos)
-            text = text[:pos] + text[start:pos] * rng.randint(1, 20) + text[pos:]
+        if op < 3:
+            text = span_edit(rng, text, _TOKENS, 40)
         elif op == 3:
             lines = text.splitlines(keepends=True)
             if lines:
@@ -273,15 +266,11 @@ def fuzz(count: int, seed_value: int = 0) -> Stats:
         numbers.map(text_mutation), numbers.map(data_mutation), numbers.map(generated)
     )
 
-    @settings(max_examples=count, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))  # fmt: skip
-    @seed(seed_value)
-    @given(inputs)
     def one(drawn: tuple[str, Input]) -> None:
         source, (name, data) = drawn
         run_input(source, name, data, stats)
 
-    one()
+    run_drawn(inputs, count, seed_value, one)
     return stats
 
 
@@ -292,10 +281,5 @@ def report(stats: Stats) -> str:
     return "\n".join([head, *stats.runs.details()])
 
 
-def _run(count: int, seed_value: int) -> tuple[str, bool]:
-    stats = fuzz(count, seed_value)
-    return report(stats), stats.runs.clean
-
-
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:], _run))
+    raise SystemExit(main(sys.argv[1:], fuzz, report))
