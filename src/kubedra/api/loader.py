@@ -60,6 +60,10 @@ class LoadResult:
     problems: list[Problem] = field(default_factory=list)
     texts: dict[str, str] = field(default_factory=dict)
 
+    def locate(self, problem: Problem, source: Source) -> Problem:
+        """One problem placed in its file (for many, `locate_all` parses each file once)."""
+        return self.locate_all([(problem, source)])[0]
+
     def locate_all(self, found: Iterable[tuple[Problem, Source]]) -> list[Problem]:
         """Each problem with the line of its field (or of its document) in its file; one
         pass over each file's text, however many problems it has."""
