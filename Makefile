@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test e2e controlplane lint bench clean driver-kills store-kills
+.PHONY: demo test e2e controlplane lint bench clean driver-kills store-kills fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,12 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/python -m pytest
+
+# Hostile input, long mode: 5,000 manifests through load/lint/apply/allocate and 20,000 CEL
+# expressions through every CEL entry point (make test runs a fixed-seed sample of each).
+fuzz: $(STAMP)
+	KUBEDRA_FUZZ_INPUT=5000 KUBEDRA_FUZZ_CEL=20000 $(BIN)/python -m pytest -s \
+		tests/fuzz/test_fuzz_input.py tests/cel/test_fuzz.py
 
 # kill -9 the node driver 100 times during prepares/unprepares (make test runs 6)
 driver-kills: $(STAMP)

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
-from kubedra.api.loader import LoadResult, load_paths
+from kubedra.api.loader import LoadResult, Source, load_paths
 from kubedra.api.resource import ResourceSlice
 from kubedra.api.validation import validate
 from kubedra.cel.validation import cel_problems, published_names
-from kubedra.errors import Problem
+from kubedra.errors import Problem, ValidationError, errors_only
 
 
 def lint_problems(result: LoadResult, strict: bool = False) -> list[Problem]:
@@ -22,11 +22,23 @@ def lint_problems(result: LoadResult, strict: bool = False) -> list[Problem]:
     problems = list(result.problems)
     slices = [o.obj for o in result.objects if isinstance(o.obj, ResourceSlice)]
     known = published_names(slices)
+    found: list[tuple[Problem, Source]] = []
     for loaded in result.objects:
         problems.extend(loaded.warnings)
-        found = validate(loaded.obj) + cel_problems(loaded.obj, strict=strict, known=known)
-        problems.extend(result.locate(p, loaded.source) for p in found)
-    return problems
+        checks = validate(loaded.obj) + cel_problems(loaded.obj, strict=strict, known=known)
+        found += [(p, loaded.source) for p in checks]
+    return problems + result.locate_all(found)
+
+
+def checked_load(paths: Sequence[str], strict: bool) -> tuple[LoadResult, list[Problem]]:
+    """Load manifests and check them as `apply` does: (what was loaded, its warnings);
+    ValidationError with every error when there is any."""
+    result = load_paths(paths)
+    problems = lint_problems(result, strict)
+    errors = errors_only(problems)
+    if errors:
+        raise ValidationError(errors)
+    return result, problems
 
 
 def run_lint(paths: Sequence[str], out: TextIO, strict: bool, stdin: TextIO | None = None) -> int:

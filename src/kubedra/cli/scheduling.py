@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Sequence
 
 import click
 
 from kubedra.allocator import AllocatedState, Inventory, NodeInfo, RequestFunnel, allocate
 from kubedra.api.codec import plain
 from kubedra.api.core import Node, Pod
-from kubedra.api.loader import load
+from kubedra.api.meta import KubeObject
 from kubedra.api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from kubedra.cli.context import Settings, fails_cleanly
+from kubedra.cli.lint import checked_load
 from kubedra.cli.output import table
 from kubedra.scheduler.explain import NodeGroup, explain_claims, pod_claims
 from kubedra.scheduler.policies import POLICIES, make_policy
@@ -156,8 +158,9 @@ def allocate_command(
     order: str,
     output: str,
 ) -> None:
-    """Run the allocator on manifests (no store): slices, classes and claims from files."""
-    objects = [o.obj for o in load(paths)]
+    """Run the allocator on manifests (no store): slices, classes and claims from files,
+    checked as `apply` checks them first (invalid input never reaches the allocator)."""
+    objects = _checked_objects(paths, settings.strict)
     slices = [o for o in objects if isinstance(o, ResourceSlice)]
     classes = {o.name: o for o in objects if isinstance(o, DeviceClass)}
     claims = [
@@ -166,7 +169,7 @@ def allocate_command(
         if isinstance(o, ResourceClaim) and not (o.status and o.status.allocation)
     ]
     labels = {o.name: o.metadata.labels for o in objects if isinstance(o, Node)}
-    held = [o.obj for o in load([allocated_file])] if allocated_file else []
+    held = _checked_objects([allocated_file], settings.strict) if allocated_file else []
     state = AllocatedState.from_claims([c for c in held if isinstance(c, ResourceClaim)])
     inventory = Inventory.build(slices)
     names = [node] if node else sorted({s.spec.node_name for s in slices if s.spec.node_name})
@@ -200,6 +203,13 @@ def allocate_command(
     ]
     _print_report(report, output)
     sys.exit(0 if results is not None else 1)
+
+
+def _checked_objects(paths: Sequence[str], strict: bool) -> list[KubeObject]:
+    result, problems = checked_load(paths, strict)
+    for warning in problems:
+        click.echo(str(warning), err=True)
+    return [o.obj for o in result.objects]
 
 
 def _print_report(report: list[dict[str, object]], output: str) -> None:

@@ -7,11 +7,12 @@ expressions are checked for length here and compiled by the CEL layer (`kubedra.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 
+import msgspec
 from msgspec.structs import astuple
 
+from kubedra.api.bounds import INT64_MAX, INT64_MIN
 from kubedra.api.core import NodeSelector
 from kubedra.api.quantity import Quantity
 from kubedra.api.resource import (
@@ -85,7 +86,9 @@ def _opaque(r: Report, path: Path, opaque: OpaqueDeviceConfiguration | None) -> 
         r.invalid(
             (*path, "parameters"), "<value omitted>", "parameters must be a valid JSON object"
         )
-    elif len(json.dumps(params)) > limits.OPAQUE_PARAMETERS_MAX_LENGTH:
+    elif len(msgspec.json.encode(params)) > limits.OPAQUE_PARAMETERS_MAX_LENGTH:
+        # Upstream measures the raw bytes of the `parameters` JSON as sent, which kubectl
+        # sends compact (no spaces, UTF-8 unescaped): the compact encoding is the measure.
         r.too_long((*path, "parameters"), limits.OPAQUE_PARAMETERS_MAX_LENGTH)
 
 
@@ -96,18 +99,12 @@ def validate_resource_slice(r: Report, rs: ResourceSlice) -> None:
     spec = rs.spec
     r.name(("spec", "driver"), spec.driver, names.driver_name)
     r.name(("spec", "pool", "name"), spec.pool.name, names.pool_name)
-    if spec.pool.generation < 0:
-        r.invalid(
-            ("spec", "pool", "generation"),
-            spec.pool.generation,
-            "must be greater than or equal to 0",
-        )
-    if spec.pool.resource_slice_count <= 0:
-        r.invalid(
-            ("spec", "pool", "resourceSliceCount"),
-            spec.pool.resource_slice_count,
-            "must be greater than zero",
-        )
+    pool, pp = spec.pool, ("spec", "pool")
+    if r.int64((*pp, "generation"), pool.generation, "ResourcePool") and pool.generation < 0:
+        r.invalid((*pp, "generation"), pool.generation, "must be greater than or equal to 0")
+    count = pool.resource_slice_count
+    if r.int64((*pp, "resourceSliceCount"), count, "ResourcePool") and count <= 0:
+        r.invalid((*pp, "resourceSliceCount"), count, "must be greater than zero")
     _slice_node_selection(r, rs)
     if spec.devices and spec.shared_counters:
         r.forbidden(("spec",), "only one of `sharedCounters` or `devices` is allowed")
@@ -302,6 +299,8 @@ def _attributes(r: Report, path: Path, d: Device) -> None:
         elif values[0] is None and values[1] is None:
             kind = attr.values_set()[0]
             _list_attribute(r, (*path, key, kind), kind, attr.value)
+        elif (number := values[0]) is not None and not INT64_MIN <= number <= INT64_MAX:
+            r.int64((*path, key, "int"), number, "DeviceAttribute")
 
 
 def _version(r: Report, path: Path, version: str) -> None:
@@ -329,6 +328,8 @@ def _list_attribute(r: Report, path: Path, kind: str, values: object) -> None:
     for i, item in enumerate(items):
         if kind in ("strings", "versions"):
             _scalar_text(r, (*path, i), kind[:-1], str(item))
+        elif kind == "ints":
+            r.int64((*path, i), item, "DeviceAttribute")
 
 
 def _capacities(r: Report, path: Path, d: Device) -> None:
@@ -598,11 +599,15 @@ def _exact(
 ) -> None:
     r.name((*path, "deviceClassName"), class_name, names.dns_subdomain)
     _selectors(r, (*path, "selectors"), selectors)
+    # Upstream's only upper bound on count is int64's: validation accepts any positive
+    # count, and the allocator refuses more than 32 devices for one claim.
+    struct = "ExactDeviceRequest" if path[-1] == "exactly" else "DeviceSubRequest"
+    in_range = r.int64((*path, "count"), count, struct)
     if mode is not None and mode not in ALLOCATION_MODES:
         r.unsupported((*path, "allocationMode"), mode, ALLOCATION_MODES)
-    elif mode == "All" and count is not None:
+    elif in_range and mode == "All" and count is not None:
         r.invalid((*path, "count"), count, "must not be specified when allocationMode is 'All'")
-    elif mode != "All" and count is not None and count <= 0:
+    elif in_range and mode != "All" and count is not None and count <= 0:
         r.invalid((*path, "count"), count, "must be greater than zero")
     if r.within((*path, "tolerations"), tolerations, limits.MAX_TOLERATIONS):
         for i, t in enumerate(tolerations):
@@ -633,6 +638,7 @@ def _toleration(r: Report, path: Path, t: DeviceToleration) -> None:
         r.name((*path, "value"), t.value, names.label_value)
     if t.effect and t.effect not in TAINT_EFFECTS:
         r.unsupported((*path, "effect"), t.effect, TAINT_EFFECTS)
+    r.int64((*path, "tolerationSeconds"), t.toleration_seconds, "DeviceToleration")
     if t.toleration_seconds is not None and t.effect != "NoExecute":
         r.invalid(
             (*path, "tolerationSeconds"),
