@@ -8,11 +8,11 @@ import click
 
 from kubedra.api.apply import LAST_APPLIED
 from kubedra.api.kinds import resolve_kind
-from kubedra.api.loader import LoadedObject, LoadResult, load_paths
+from kubedra.api.loader import LoadedObject, LoadResult
 from kubedra.api.meta import KubeObject
 from kubedra.cli.columns import COLUMNS
 from kubedra.cli.context import Settings, fails_cleanly
-from kubedra.cli.lint import lint_problems
+from kubedra.cli.lint import checked_load
 from kubedra.cli.output import render_objects, resource_name, table
 from kubedra.cluster.apply import Applied, apply_object
 from kubedra.cluster.store import Store, atomic
@@ -34,14 +34,9 @@ def apply(settings: Settings, paths: tuple[str, ...]) -> None:
     """Create or update objects from manifests, as `kubectl apply` does: fields others set
     are kept, fields dropped since the last apply are removed; on the embedded store all
     objects or, on any error, none."""
-    result = load_paths(paths)
-    problems = lint_problems(result, settings.strict)
-    for p in problems:
-        if not p.is_error:
-            click.echo(str(p), err=True)
-    errors = [p for p in problems if p.is_error]
-    if errors:
-        raise ValidationError(errors)
+    result, warnings = checked_load(paths, settings.strict)
+    for warning in warnings:
+        click.echo(str(warning), err=True)
     store = settings.open_store()
     with atomic(store):
         outcomes = [_apply_located(store, result, loaded) for loaded in result.objects]
