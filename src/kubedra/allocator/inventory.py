@@ -9,7 +9,7 @@ the scheduler calls `allocate` for many pods and nodes against the same inventor
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kubedra.allocator.nodes import NodeSelectorError, node_matches
@@ -236,6 +236,11 @@ class Inventory:
                 index += 1
             entries[id(sl)] = out
         return cls(slices, entries)
+
+    def entries(self) -> Iterator[DeviceEntry]:
+        """Every device of every slice, in slice and device order."""
+        for sl in self.slices:
+            yield from self._entries[id(sl)]
 
     # --- pools --------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from click.core import ParameterSource
 
 from kubedra import __version__
 from kubedra.cli.cluster import cluster
-from kubedra.cli.context import Settings
+from kubedra.cli.context import Settings, fails_cleanly
 from kubedra.cli.convert import convert
 from kubedra.cli.devcluster import dev_cluster
 from kubedra.cli.driver import driver
@@ -80,10 +80,17 @@ def cli(
 @cli.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--strict", "strict_here", is_flag=True, help="Warnings fail too (exit 1).")
+@click.option(
+    "--cluster",
+    is_flag=True,
+    help="Also check selectors against the devices the cluster (or embedded store) publishes.",
+)
 @click.pass_obj
-def lint(settings: Settings, paths: tuple[str, ...], strict_here: bool) -> None:
+@fails_cleanly
+def lint(settings: Settings, paths: tuple[str, ...], strict_here: bool, cluster: bool) -> None:
     """Validate manifests (FILE, DIR or - for stdin) as the API server would."""
-    sys.exit(run_lint(paths, sys.stdout, strict=settings.strict or strict_here))
+    store = settings.open_store() if cluster else None
+    sys.exit(run_lint(paths, sys.stdout, strict=settings.strict or strict_here, cluster=store))
 
 
 @cli.command()

@@ -148,6 +148,12 @@ def devices(settings: Settings, node: str | None, free: bool, output: str) -> No
 @click.option("--allocated", "allocated_file", help="Claims (with status) already holding devices.")
 @click.option("--order", type=POLICY_CHOICE, default="first-fit", show_default=True)
 @click.option("-o", "--output", type=click.Choice(["json", "yaml", "table"]), default="table")
+@click.option(
+    "--cluster",
+    is_flag=True,
+    help="Claims from the files, everything else (nodes, slices, classes, allocated claims) "
+    "from the cluster or embedded store as it is now; nothing is written.",
+)
 @click.pass_obj
 @fails_cleanly
 def allocate_command(
@@ -157,10 +163,19 @@ def allocate_command(
     allocated_file: str | None,
     order: str,
     output: str,
+    cluster: bool,
 ) -> None:
     """Run the allocator on manifests (no store): slices, classes and claims from files,
-    checked as `apply` checks them first (invalid input never reaches the allocator)."""
+    checked as `apply` checks them first (invalid input never reaches the allocator).
+    With --cluster: would these claims fit on the cluster now, where, and if not why."""
     objects = _checked_objects(paths, settings.strict)
+    if cluster:
+        if node or allocated_file:
+            raise click.UsageError(
+                "--node and --allocated take their state from files: not with --cluster"
+            )
+        _allocate_on_cluster(settings, objects, order, output)
+        return
     slices = [o for o in objects if isinstance(o, ResourceSlice)]
     classes = {o.name: o for o in objects if isinstance(o, DeviceClass)}
     claims = [
@@ -203,6 +218,35 @@ def allocate_command(
     ]
     _print_report(report, output)
     sys.exit(0 if results is not None else 1)
+
+
+def _allocate_on_cluster(
+    settings: Settings, objects: Sequence[KubeObject], order: str, output: str
+) -> None:
+    from kubedra.cli.live import allocate_now, what_if_report
+
+    claims = [o for o in objects if isinstance(o, ResourceClaim)]
+    for other in (o for o in objects if not isinstance(o, ResourceClaim)):
+        click.echo(
+            f"warning: {other.KIND} {other.name} ignored: with --cluster the files give "
+            "claims, the cluster everything else",
+            err=True,
+        )
+    if not claims:
+        raise click.UsageError("no ResourceClaim in the files")
+    answer = allocate_now(settings.open_store(), claims, order, settings.strict)
+    report = what_if_report(claims, answer)
+    if output == "table":
+        _print_report(report["claims"], output)
+        if answer.results is None:
+            sys.stdout.write(format_groups(answer.groups))
+    elif output == "json":
+        click.echo(json.dumps(report, indent=2))
+    else:
+        import yaml
+
+        click.echo(yaml.safe_dump(report, sort_keys=False), nl=False)
+    sys.exit(0 if answer.results is not None else 1)
 
 
 def _checked_objects(paths: Sequence[str], strict: bool) -> list[KubeObject]:
