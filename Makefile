@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test e2e controlplane lint bench clean driver-kills
+.PHONY: demo test e2e controlplane lint bench clean driver-kills render-deploy
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,12 @@ controlplane: $(STAMP)
 
 e2e: controlplane
 	$(BIN)/python -m pytest tests/e2e --e2e
+
+# The Helm chart deploy/helm/kubedra with its default values, as plain manifests on stdout
+# (`make -s render-deploy | kubectl apply -f -`). helm is built from its Go module into
+# ~/.cache/kubedra the first time; rendering needs no network and no virtual environment.
+render-deploy:
+	@PYTHONPATH=src $(PYTHON) -m kubedra.devcluster.deploy
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
