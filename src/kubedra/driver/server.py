@@ -68,7 +68,8 @@ def _unprepare_response(pb: Any, errors: dict[str, str]) -> Any:
 def _servicer(base: type, pb: Any, state: DeviceState, share_ids: bool, version: str) -> Any:
     class Servicer(base):  # type: ignore[misc]
         def NodePrepareResources(self, request: Any, context: Any) -> Any:
-            log_event(log, "NodePrepareResources", version=version, claims=len(request.claims))
+            if request.claims:  # (none: the health probe, every few seconds)
+                log_event(log, "NodePrepareResources", version=version, claims=len(request.claims))
             return _prepare_response(pb, state.prepare(_refs(request)), share_ids)
 
         def NodeUnprepareResources(self, request: Any, context: Any) -> Any:
