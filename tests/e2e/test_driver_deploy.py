@@ -398,3 +398,38 @@ spec:
     image: registry.k8s.io/pause:3.10
     resources: {claims: [{name: gpu}]}
 """
+
+
+def test_values_shape_the_chart() -> None:
+    """What an admin changes with values: several drivers, no scheduler, own classes, image."""
+    from kubedra.devcluster.deploy import render
+
+    values = [
+        "namespace.create=false",  # helm install --create-namespace
+        "scheduler.enabled=false",
+        "deviceClasses=null",
+        "image.tag=dev",
+        "driver.drivers[0].name=gpu.nvidia.com",
+        "driver.drivers[0].backend=nvml",
+        "driver.drivers[1].name=dra.net",
+        "driver.drivers[1].backend=simulated",
+        "driver.drivers[1].profile=h100x8",
+    ]
+    docs = [d for d in yaml.safe_load_all(render(values, namespace="dra")) if d]
+    kinds = sorted((d["kind"], d["metadata"]["name"]) for d in docs)
+    assert [k for k in kinds if k[0] in ("DaemonSet", "ClusterRole", "Deployment")] == [
+        ("ClusterRole", "kubedra-driver"),
+        ("DaemonSet", "kubedra-driver-dra-net"),
+        ("DaemonSet", "kubedra-driver-gpu-nvidia-com"),
+    ]
+    assert not [k for k in kinds if k[0] in ("Namespace", "DeviceClass", "Role")]
+    (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
+    (per_driver,) = [r for r in role["rules"] if r["resources"] == ["resourceclaims/driver"]]
+    assert per_driver["resourceNames"] == ["gpu.nvidia.com", "dra.net"]
+    nic = next(d for d in docs if d["metadata"]["name"] == "kubedra-driver-dra-net")
+    (container,) = nic["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "ghcr.io/kubedra/kubedra:dev"
+    assert {"--driver=dra.net", "--backend=simulated", "--profile=h100x8"} <= set(
+        container["args"]
+    )
+    assert all(d["metadata"].get("namespace", "dra") == "dra" for d in docs)
