@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
-import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -41,6 +39,8 @@ from kubedra.driver.publisher import publish
 from kubedra.driver.server import PluginServer
 from kubedra.driver.status import StatusWriter
 
+from .driverproc import short_tempdir
+
 DATA = Path(__file__).parent / "data"
 GPU = "gpu.nvidia.com"
 NODE = "node-1"
@@ -55,10 +55,8 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 
 @pytest.fixture
 def short_dir() -> Iterator[Path]:
-    """A short directory for unix sockets (sun_path is 108 bytes; pytest's tmp_path can be long)."""
-    path = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with short_tempdir() as path:
+        yield path
 
 
 def make_node(store: SqliteStore, name: str) -> Node:

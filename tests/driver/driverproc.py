@@ -3,14 +3,19 @@ server in tests/e2e), and the checks of what it leaves on disk and in claims."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +28,22 @@ from kubedra.driver.claimfiles import ClaimFiles, uses_mps
 from kubedra.driver.kubelet import KubeletClient, PluginPaths
 
 GPU = "gpu.nvidia.com"
+
+
+@contextlib.contextmanager
+def short_tempdir() -> Iterator[Path]:
+    """A short directory for unix sockets (sun_path is 108 bytes; pytest's tmp_path can be long)."""
+    path = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -3,7 +3,6 @@ a switch, `FlakyStore`; tests/e2e/test_driver_faults.py does it to a real API se
 
 from __future__ import annotations
 
-import socket
 import threading
 import urllib.error
 import urllib.request
@@ -18,14 +17,9 @@ from kubedra.driver.kubelet import KubeletClient, PluginPaths
 from kubedra.driver.publisher import list_slices
 
 from .conftest import GPU, FlakyStore, make_claim
+from .driverproc import free_port
 
 NODE = "sim-1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _get(port: int, path: str) -> tuple[int, str]:
@@ -42,7 +36,7 @@ class Driver:
     def __init__(self, store: FlakyStore, root: Path) -> None:
         self.store, self.root = store, root
         self.paths = PluginPaths.for_driver(GPU, root / "kubelet")
-        self.port = _free_port()
+        self.port = free_port()
 
     def __enter__(self) -> Driver:
         self.stop, self.ready = threading.Event(), threading.Event()

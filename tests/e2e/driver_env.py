@@ -4,12 +4,8 @@ scheduler writes them, service-account kubeconfigs, and a TCP switch in front of
 from __future__ import annotations
 
 import contextlib
-import shutil
 import socket
-import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -30,31 +26,11 @@ from kubedra.api.resource import (
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.devcluster.harness import DevCluster, plain_node, write_kubeconfig
 from kubedra.errors import AlreadyExists
-from tests.driver.driverproc import GPU, DriverProcess
+from tests.driver.driverproc import GPU, DriverProcess, free_port
+from tests.driver.driverproc import short_tempdir as short_dir
+from tests.e2e.test_seed_on_cluster import wait_for
 
-
-def wait_for(what: str, check: Callable[[], object], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def short_dir() -> Iterator[Path]:
-    """A short directory for unix sockets (sun_path is 108 bytes)."""
-    path = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+__all__ = ["free_port", "short_dir", "wait_for"]  # (shared with the driver's e2e tests)
 
 
 def gpu_node(kube: KubeStore, name: str) -> Node:

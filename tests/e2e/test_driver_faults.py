@@ -143,8 +143,12 @@ def test_api_server_away_at_start_and_lost_for_a_minute(env: Env) -> None:
         assert _count(driver, "writing claim status failing") <= 1
 
         switch.on()
-        wait_for("the slice published again", lambda: _exists(env.kube, slice_name), 45)
-        assert _count(driver, "publishing ResourceSlices working again") == 1
+        wait_for(
+            "publishing to work again",
+            lambda: _count(driver, "publishing ResourceSlices working again") == 1,
+            45,
+        )
+        assert _exists(env.kube, slice_name)  # published again
         retried = kubelet.prepare(later)
         assert retried["problems"] == []
         wait_for("the claim's status", lambda: _status_devices(env.kube, later) == ["gpu-1"])
