@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test e2e controlplane lint bench clean driver-kills render-deploy
+.PHONY: demo test e2e controlplane lint bench clean driver-kills
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,7 @@ e2e: controlplane
 # The Helm chart deploy/helm/kubedra with its default values, as plain manifests on stdout
 # (`make -s render-deploy | kubectl apply -f -`). helm is built from its Go module into
 # ~/.cache/kubedra the first time; rendering needs no network and no virtual environment.
+.PHONY: render-deploy
 render-deploy:
 	@PYTHONPATH=src $(PYTHON) -m kubedra.devcluster.deploy
 
