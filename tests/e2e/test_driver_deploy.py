@@ -369,6 +369,8 @@ def test_kubedras_scheduler_allocates_with_its_own_token(
     # allow (pods/binding is the scheduler's way); `kubedra scheduler run` (issue 18) binds
     # through pods/binding, and this test switches to it then.
     assert done.returncode == 0 or 'update pods "by-kubedra"' in done.stderr, done.stderr
+    if done.returncode == 0:  # bound through pods/binding (main's scheduler has store.bind)
+        assert deployed.kube.get(Pod, "by-kubedra").spec.node_name == SEED_NODE
     claim = deployed.kube.get(ResourceClaim, "by-kubedra")
     assert claim.status is not None and claim.status.allocation is not None
     assert [r.name for r in claim.status.reserved_for] == ["by-kubedra"]

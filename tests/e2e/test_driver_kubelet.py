@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kubedra.api.core import Node
+from kubedra.api.core import Node, Pod
 from kubedra.api.resource import ResourceClaim, ResourceSlice
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.devcluster.harness import DevCluster
@@ -159,6 +159,8 @@ def test_prepare_a_claim_kubedras_scheduler_allocated(env: Env) -> None:
     # Until `kubedra scheduler run` (issue 18) binds through pods/binding, `schedule` writes
     # the allocation and reservation, then its binding (a pod update) is refused.
     assert done.returncode == 0 or "pod updates may not change fields" in done.stderr
+    if done.returncode == 0:  # bound through pods/binding (main's scheduler has store.bind)
+        assert env.kube.get(Pod, "by-kubedra").spec.node_name == NODE
     claim = env.allocated("by-kubedra")
     assert claim.status is not None and claim.status.allocation is not None
     assert [r.name for r in claim.status.reserved_for] == ["by-kubedra"]
