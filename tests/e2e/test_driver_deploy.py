@@ -431,7 +431,5 @@ def test_values_shape_the_chart() -> None:
     nic = next(d for d in docs if d["metadata"]["name"] == "kubedra-driver-dra-net")
     (container,) = nic["spec"]["template"]["spec"]["containers"]
     assert container["image"] == "ghcr.io/kubedra/kubedra:dev"
-    assert {"--driver=dra.net", "--backend=simulated", "--profile=h100x8"} <= set(
-        container["args"]
-    )
+    assert {"--driver=dra.net", "--backend=simulated", "--profile=h100x8"} <= set(container["args"])
     assert all(d["metadata"].get("namespace", "dra") == "dra" for d in docs)
