@@ -45,6 +45,13 @@ controlplane: $(STAMP)
 e2e: controlplane
 	$(BIN)/python -m pytest tests/e2e --e2e
 
+# The Helm chart deploy/helm/kubedra with its default values, as plain manifests on stdout
+# (`make -s render-deploy | kubectl apply -f -`). helm is built from its Go module into
+# ~/.cache/kubedra the first time; rendering needs no network and no virtual environment.
+.PHONY: render-deploy
+render-deploy:
+	@PYTHONPATH=src $(PYTHON) -m kubedra.devcluster.deploy
+
 bench: $(STAMP)
 	$(BIN)/python -m bench
 

@@ -102,6 +102,7 @@ def run(
         stop,
         plugin_dir=plugin_dir,
         registry_dir=registry_dir,
+        create_node=not settings.backend.is_kubernetes(),
     )
 
 
