@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from kubedra.cluster import SqliteStore
 from kubedra.cluster.connect import Backend
@@ -29,7 +30,9 @@ class Settings:
     backend: Backend = field(default_factory=Backend)
 
     def open_store(self) -> SqliteStore | KubeStore:
-        return self.backend.open()
+        from kubedra.cli.verbose import opened
+
+        return opened(self.backend.open(), self.verbosity)
 
     def embedded_path(self, command: str) -> str:
         """The embedded store's path, for commands that only make sense on it."""
@@ -41,16 +44,38 @@ class Settings:
         return self.backend.store_path
 
 
+def backend_of(root: click.Context) -> Backend:
+    """The backend the global options select (`--store` counts only when given, on the
+    command line or in KUBEDRA_STORE: see kubedra.cluster.connect for the rule)."""
+    params = root.params
+    given = root.get_parameter_source("store") is not ParameterSource.DEFAULT
+    return Backend(
+        store=params.get("store") if given else None,
+        kubeconfig=params.get("kubeconfig"),
+        context=params.get("kube_context"),
+        in_cluster=bool(params.get("in_cluster")),
+    )
+
+
 def fails_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
     """User errors print one `error: ...` block on stderr and exit 1 (no traceback)."""
+    return fails_with(1)(fn)
 
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except (KubedraError, KeyError, ValueError, OSError) as err:
-            message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
-            click.echo(f"error: {message}", err=True)
-            sys.exit(1)
 
-    return wrapper
+def fails_with(code: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """`fails_cleanly` with another exit code, for commands whose 1 means something else
+    (`diff`: 1 is "differences found", as in kubectl)."""
+
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(*args, **kwargs)
+            except (KubedraError, KeyError, ValueError, OSError) as err:
+                message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+                click.echo(f"error: {message}", err=True)
+                sys.exit(code)
+
+        return wrapper
+
+    return decorate
