@@ -10,6 +10,7 @@ import msgspec
 import yaml
 
 from kubedra.catalog import PROFILES, profile
+from kubedra.cli.complete import profile_counts
 from kubedra.cli.context import Settings, fails_cleanly
 from kubedra.cli.output import table
 from kubedra.cluster.store import Store, atomic
@@ -54,7 +55,13 @@ def parse_counts(values: tuple[str, ...]) -> list[tuple[str, int]]:
 
 
 @cluster.command("create")
-@click.option("--node-profile", "node_profiles", multiple=True, metavar="PROFILE=COUNT")
+@click.option(
+    "--node-profile",
+    "node_profiles",
+    multiple=True,
+    metavar="PROFILE=COUNT",
+    shell_complete=profile_counts,
+)
 @click.option(
     "--from",
     "from_file",

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from kubedra.cli.cluster import create_nodes, parse_counts
+from kubedra.cli.complete import profile_counts
 from kubedra.cli.context import fails_cleanly
 from kubedra.devcluster import binaries as bins
 from kubedra.devcluster.harness import DevCluster, State, default_folder, plain_nodes
@@ -47,6 +48,7 @@ def build(force: bool) -> None:
     "node_profiles",
     multiple=True,
     metavar="PROFILE=COUNT",
+    shell_complete=profile_counts,
     help="Nodes of a hardware profile, with their slices published (as `cluster create`).",
 )
 @click.option("--feature-gates", default="", help="Passed to every component, e.g. A=true,B=false.")
