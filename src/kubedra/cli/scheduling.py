@@ -21,7 +21,7 @@ from kubedra.cli.complete import node_names, object_names
 from kubedra.cli.context import Settings, fails_cleanly
 from kubedra.cli.lint import checked_load
 from kubedra.cli.output import table
-from kubedra.cluster.store import Store
+from kubedra.cluster.store import DEFAULT_NAMESPACE, Store
 from kubedra.scheduler.explain import NodeGroup, explain_claims, pod_claims
 from kubedra.scheduler.policies import POLICIES, make_policy
 from kubedra.scheduler.scheduler import Scheduler
@@ -221,7 +221,7 @@ def allocate_command(
         )
     report = [
         {
-            "namespace": c.namespace,
+            "namespace": c.namespace or DEFAULT_NAMESPACE,
             "name": c.name,
             "allocation": plain(results[i]) if results else None,
             "reason": f"allocated on node {where}" if results else reason,
