@@ -100,3 +100,16 @@ def test_devices_free_counts_admin_access_as_not_consuming(tmp_path: Path) -> No
     table = kubedra("--store", store, "devices", "--node", "h100x8-0").stdout.splitlines()
     gpu_rows = [line for line in table if "gpu.nvidia.com" in line]
     assert all(line.endswith("(admin access)") for line in gpu_rows) and len(gpu_rows) == 8
+
+
+def test_explain_bound_pod_with_a_generated_claim_and_subrequests(tmp_path: Path) -> None:
+    store = str(tmp_path / "s.db")
+    kubedra("--store", store, "cluster", "create", "--node-profile", "l4x4=1", "--node-profile", "h100x8=1")
+    kubedra("--store", store, "apply", "-f", str(REPO / "examples" / "first-available"))
+    kubedra("--store", store, "schedule")
+    lines = kubedra("--store", store, "explain", "pod", "inference").stdout.splitlines()
+    assert lines[0] == "pod default/inference: bound to h100x8-0"
+    assert lines[2].startswith("  inference-gpu-") and lines[2].endswith(
+        "/gpu/h100: gpu.nvidia.com/h100x8-0/gpu-0 (NVIDIA H100 80GB HBM3, 81559Mi)")
+    assert lines[3].endswith('; the request adds device.attributes["gpu.nvidia.com"].productName.contains("H100")')
+    assert "devices that fit: 8 for gpu/h100, 0 for gpu/l4" in lines[4]

@@ -80,15 +80,15 @@ def diff(settings: Settings, paths: tuple[str, ...]) -> None:
     """What `apply` would change, as `kubectl diff`: a unified diff of each stored object
     and the object a server dry run of apply returns (resourceVersion and managedFields
     left out). Exit 0: no differences, 1: differences, 2: an error."""
-    result = load_for_apply(paths, settings.strict)
+    result = load_for_apply(paths, settings.strict, "diff")
     with checked_writes(settings.open_store()) as target:
-        outcomes = _each(result, lambda loaded: _located(apply_object, target, result, loaded))
+        outcomes = _each(result, apply_object, target)
     texts = [_object_diff(applied) for applied in outcomes]
     sys.stdout.write("".join(texts))
     sys.exit(1 if any(texts) else 0)
 
 
-def load_for_apply(paths: Sequence[str], strict: bool) -> LoadResult:
+def load_for_apply(paths: Sequence[str], strict: bool, verb: str = "apply") -> LoadResult:
     """Load and check manifests as apply needs them: a bar while a large input is read
     (on a terminal), warnings on stderr, and kubectl's refusal of an input without objects."""
     with Progress("reading", 1) as bar:
@@ -100,26 +100,26 @@ def load_for_apply(paths: Sequence[str], strict: bool) -> LoadResult:
     for warning in warnings:
         click.echo(str(warning), err=True)
     if not result.objects:
-        raise KubedraError(f"no objects passed to apply (in {', '.join(paths)})")
+        raise KubedraError(f"no objects passed to {verb} (in {', '.join(paths)})")
     return result
 
 
 def _apply_all(store: Store, result: LoadResult, dry_run: str) -> list[Applied]:
     if dry_run == "client":
-        return _each(result, lambda loaded: _located(preview_object, store, result, loaded))
+        return _each(result, preview_object, store)
     if dry_run == "server":
         with checked_writes(store) as target:
-            return _each(result, lambda loaded: _located(apply_object, target, result, loaded))
+            return _each(result, apply_object, target)
     with atomic(store):
-        return _each(result, lambda loaded: _located(apply_object, store, result, loaded))
+        return _each(result, apply_object, store)
 
 
-def _each(result: LoadResult, fn: Callable[[LoadedObject], Applied]) -> list[Applied]:
+def _each(result: LoadResult, fn: ApplyOne, target: Target) -> list[Applied]:
     """`fn` on every loaded object, with a bar (on a terminal) when it takes a while."""
     out: list[Applied] = []
     with Progress("applying", len(result.objects)) as bar:
         for loaded in result.objects:
-            out.append(fn(loaded))
+            out.append(_located(fn, target, result, loaded))
             bar.update(len(out))
     return out
 

@@ -96,11 +96,9 @@ def _why(claim: ResourceClaim, result: DeviceRequestAllocationResult, sched: Sch
     """The selectors the device passed: its class's and the request's own."""
     request, _, sub = result.request.partition("/")
     entry = next((r for r in claim.spec.devices.requests if r.name == request), None)
-    if entry is None:
-        return "no request of this name in the claim's spec"
-    wanted = (
-        next((s for s in entry.first_available if s.name == sub), None) if sub else entry.exactly
-    )
+    subs = entry.first_available if entry is not None else ()
+    exact = entry.exactly if entry is not None else None
+    wanted = next((s for s in subs if s.name == sub), None) if sub else exact
     if wanted is None:
         return "no request of this name in the claim's spec"
     device_class = sched.classes().get(wanted.device_class_name)

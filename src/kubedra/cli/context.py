@@ -11,6 +11,7 @@ from typing import ParamSpec, TypeVar
 import click
 from click.core import ParameterSource
 
+from kubedra.cli.verbose import opened
 from kubedra.cluster import SqliteStore
 from kubedra.cluster.connect import Backend
 from kubedra.cluster.kubernetes import KubeStore
@@ -30,8 +31,6 @@ class Settings:
     backend: Backend = field(default_factory=Backend)
 
     def open_store(self) -> SqliteStore | KubeStore:
-        from kubedra.cli.verbose import opened
-
         return opened(self.backend.open(), self.verbosity)
 
     def embedded_path(self, command: str) -> str:
