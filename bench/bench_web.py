@@ -29,7 +29,7 @@ from kubedra.web.fleet import fleet_view
 from kubedra.web.mirror import Mirror
 from kubedra.web.server import Server
 
-NODES = sized(1000, 100)
+NODES = sized(1000, 250)  # above 200: the heat map, as at full size
 TARGET_S = 2.0
 
 
