@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test e2e controlplane lint bench clean driver-kills store-kills fuzz
+.PHONY: demo test e2e controlplane lint bench bench-quick clean driver-kills store-kills fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ render-deploy:
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Every benchmark once on small workloads: a check that they run, not a measurement.
+bench-quick: $(STAMP)
+	$(BIN)/python -m bench --quick
 
 clean:
 	rm -rf $(VENV) .kubedra .pytest_cache .mypy_cache .ruff_cache

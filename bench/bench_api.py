@@ -15,11 +15,11 @@ from typing import Any
 import msgspec
 import yaml
 
-from bench.harness import DATA_DIR, Row, best_of
+from bench.harness import DATA_DIR, Row, best_of, sized
 from kubedra.api.loader import load_text
 from kubedra.api.validation import validate
 
-SLICES, DEVICES, ATTRIBUTES = 5000, 8, 12
+SLICES, DEVICES, ATTRIBUTES = sized(5000, 500), 8, 12
 TARGET_OVERHEAD = 0.5
 
 
@@ -56,7 +56,7 @@ def slice_doc(n: int) -> dict[str, Any]:
 def write_inputs() -> tuple[Path, Path]:
     """The YAML stream and the JSON List, generated once into bench/.data."""
     DATA_DIR.mkdir(parents=True, exist_ok=True)
-    yaml_path, json_path = DATA_DIR / "slices.yaml", DATA_DIR / "slices.json"
+    yaml_path, json_path = DATA_DIR / f"slices-{SLICES}.yaml", DATA_DIR / f"slices-{SLICES}.json"
     if not yaml_path.exists() or not json_path.exists():
         docs = [slice_doc(n) for n in range(SLICES)]
         dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

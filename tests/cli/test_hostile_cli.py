@@ -32,7 +32,7 @@ def test_invalid_utf8_names_the_file_everywhere(tmp_path: Path, command: str) ->
     path = tmp_path / "bad.yaml"
     path.write_bytes(BAD_UTF8)
     run = kubedra("--store", str(tmp_path / "s.db"), *command.split(), str(path))
-    _clean_failure(run, f"{path}:4: cannot parse: invalid UTF-8 (byte 0xff at column 10)")
+    _clean_failure(run, f"{path}:4: cannot parse: invalid UTF-8 (byte 0xff at offset 45, column 10)")
 
 
 def test_deep_json_on_stdin() -> None:

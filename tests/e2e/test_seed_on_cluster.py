@@ -106,10 +106,12 @@ def test_kube_scheduler_places_the_seed_pod_and_kubedra_reads_it(
     explained = run_kubedra(seeded, "explain", "pod", "vllm-inference")
     assert explained.returncode == 0, explained.stderr
     assert explained.stdout.startswith("pod default/vllm-inference: bound to h100x8-0")
+    assert f"  vllm-gpu-claim/gpu: gpu.nvidia.com/h100x8-0/{result.device} (" in explained.stdout
 
     held = run_kubedra(seeded, "devices", "--node", "h100x8-0", "-o", "json")
     holders = {d["device"]: d["heldBy"] for d in json.loads(held.stdout)}
-    assert holders[result.device] == "default/vllm-gpu-claim"
+    assert holders[result.device] == ["default/vllm-gpu-claim"]
+    assert [h for d, h in holders.items() if d != result.device] == [None] * (len(holders) - 1)
 
 
 def test_a_claim_that_cannot_fit_stays_pending_and_kubedra_says_why(

@@ -466,24 +466,37 @@ def _put(data: Any, path: tuple[str | int, ...], value: Any) -> None:
 
 def dump_yaml(objects: Iterable[KubeObject]) -> str:
     """Multi-document YAML, `---` between documents."""
-    docs = [
-        yaml.dump(
-            to_dict(o),
-            Dumper=_Dumper,
-            sort_keys=True,
-            default_flow_style=False,
-            allow_unicode=True,
-            width=1 << 16,
-        )
-        for o in objects
-    ]
-    return "---\n".join(docs)
+    return "---\n".join(yaml_text(to_dict(o)) for o in objects)
 
 
 def dump_json(objects: Iterable[KubeObject]) -> str:
     """One object as JSON, several as a kubectl `List` (4-space indent, sorted keys)."""
     items = [to_dict(o) for o in objects]
     data = items[0] if len(items) == 1 else {"apiVersion": "v1", "items": items, "kind": "List"}
+    return json_text(data)
+
+
+def kube_list(objects: Iterable[KubeObject]) -> dict[str, Any]:
+    """A kubectl `List` of the objects, as `kubectl get TYPE -o yaml|json` prints any number
+    of them (none and one included)."""
+    items = [to_dict(o) for o in objects]
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
+
+
+def yaml_text(data: Any) -> str:
+    """Plain data as block YAML, keys sorted, as kubectl prints it."""
+    return yaml.dump(
+        data,
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=1 << 16,
+    )
+
+
+def json_text(data: Any) -> str:
+    """Plain data as kubectl's JSON: 4-space indent, keys sorted, a final newline."""
     return json.dumps(data, indent=4, sort_keys=True, ensure_ascii=False) + "\n"
 
 

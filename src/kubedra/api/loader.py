@@ -34,6 +34,10 @@ __all__ = ["LoadResult", "LoadedObject", "Source", "load", "load_paths", "load_t
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"
 
+# Told how far reading has come: (file, lines read, lines in the file), after each YAML
+# document and at the end of each file (parsing is most of the time a large apply takes).
+ReadProgress = Callable[[str, int, int], None]
+
 
 @dataclass(frozen=True, slots=True)
 class Source:
@@ -91,7 +95,9 @@ def manifest_files(path: str) -> list[str]:
     return [path]
 
 
-def load_paths(paths: Sequence[str], stdin: TextIO | None = None) -> LoadResult:
+def load_paths(
+    paths: Sequence[str], stdin: TextIO | None = None, progress: ReadProgress | None = None
+) -> LoadResult:
     """Load every object of the given files, directories and `-` (stdin)."""
     result = LoadResult()
     for path in paths:
@@ -101,7 +107,7 @@ def load_paths(paths: Sequence[str], stdin: TextIO | None = None) -> LoadResult:
             except OSError as err:
                 result.problems.append(Problem(f"cannot read: {err.strerror}", file=file))
                 continue
-            load_text(data, file, result)
+            load_text(data, file, result, progress)
     return result
 
 
@@ -116,7 +122,10 @@ def _read(file: str, stdin: TextIO | None) -> bytes | str:
 
 
 def load_text(
-    data: str | bytes, file: str = "<string>", result: LoadResult | None = None
+    data: str | bytes,
+    file: str = "<string>",
+    result: LoadResult | None = None,
+    progress: ReadProgress | None = None,
 ) -> LoadResult:
     """Load every object of one YAML or JSON text into `result` (a new one by default)."""
     result = result if result is not None else LoadResult()
@@ -127,7 +136,7 @@ def load_text(
         return result
     result.texts[file] = text
     try:
-        pending = list(_pending(text, data, file))
+        pending = list(_pending(text, data, file, progress))
     except InputError as err:
         result.problems.append(Problem(err.message, err.path, file=file, line=err.line))
         return result
@@ -161,13 +170,16 @@ def _text(data: str | bytes) -> str:
         line = data.count(b"\n", 0, err.start) + 1
         column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
         raise InputError(
-            f"cannot parse: invalid UTF-8 (byte 0x{data[err.start]:02x} at column {column}): "
-            "manifests must be UTF-8",
+            f"cannot parse: invalid UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start}, "
+            f"column {column}): manifests must be UTF-8",
             line,
         ) from None
 
 
-def _pending(text: str, data: str | bytes, file: str) -> Iterator[_Pending]:
+def _pending(
+    text: str, data: str | bytes, file: str, progress: ReadProgress | None
+) -> Iterator[_Pending]:
+    lines = text.count("\n") + 1 if progress else 0
     if file.endswith(".json") or text.lstrip().startswith(("{", "[")):
         raw = data if isinstance(data, bytes) else text.encode()
         typed = UNKNOWN_FIELDS_KEY not in text  # else the key must not reach the models
@@ -175,8 +187,12 @@ def _pending(text: str, data: str | bytes, file: str) -> Iterator[_Pending]:
             ref = json_ref(obj) if problems else ObjectRef()
             decode = partial(decode_json, obj, typed)
             yield _Pending(Source(file, 1, 0, item), decode, problems, ref)
+        if progress:
+            progress(file, lines, lines)
         return
     for doc in yaml_documents(text):
+        if progress:
+            progress(file, doc.line, lines)
         if doc.problems:
             source = Source(file, doc.line, doc.ordinal)
             yield _Pending(source, _never, doc.problems, object_ref(doc.data))
@@ -184,6 +200,8 @@ def _pending(text: str, data: str | bytes, file: str) -> Iterator[_Pending]:
         for item, raw_item in _items(doc.data):
             source = Source(file, doc.line, doc.ordinal, item)
             yield _Pending(source, partial(decode_object, raw_item))
+    if progress:
+        progress(file, lines, lines)
 
 
 def _never() -> Decoded:
@@ -232,6 +250,20 @@ def _items(raw: Any) -> Iterable[tuple[int | None, Any]]:
 
 
 def _syntax_problem(err: yaml.YAMLError, file: str) -> Problem:
-    mark = getattr(err, "problem_mark", None)
+    """PyYAML's whole message on one line: what it was parsing and where that began, then
+    what it found and where (`while parsing a block mapping (line 3, column 1): did not
+    find expected key (line 5, column 2)`)."""
+    if not isinstance(err, yaml.MarkedYAMLError):
+        return Problem(f"cannot parse: {' '.join(str(err).split())}", file=file)
+    parts = [
+        f"{text} ({_where(mark)})" if mark is not None else text
+        for text, mark in ((err.context, err.context_mark), (err.problem, err.problem_mark))
+        if text
+    ]
+    mark = err.problem_mark or err.context_mark
     line = mark.line + 1 if mark is not None else 0
-    return Problem(f"cannot parse: {str(err).splitlines()[0]}", file=file, line=line)
+    return Problem(f"cannot parse: {': '.join(parts)}", file=file, line=line)
+
+
+def _where(mark: yaml.Mark) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
-from kubedra.api.loader import LoadResult, Source, load_paths
+from kubedra.api.loader import LoadResult, ReadProgress, Source, load_paths
 from kubedra.api.resource import ResourceSlice
 from kubedra.api.validation import validate
 from kubedra.cel.validation import cel_problems, published_names
@@ -34,10 +34,12 @@ def lint_problems(
     return problems + result.locate_all(found)
 
 
-def checked_load(paths: Sequence[str], strict: bool) -> tuple[LoadResult, list[Problem]]:
+def checked_load(
+    paths: Sequence[str], strict: bool, progress: ReadProgress | None = None
+) -> tuple[LoadResult, list[Problem]]:
     """Load manifests and check them as `apply` does: (what was loaded, its warnings);
     ValidationError with every error when there is any."""
-    result = load_paths(paths)
+    result = load_paths(paths, progress=progress)
     problems = lint_problems(result, strict)
     errors = errors_only(problems)
     if errors:
