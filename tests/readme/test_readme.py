@@ -23,6 +23,9 @@ from tests.conftest import REPO
 
 NOT_RUN = {"make test": "this test is part of `make test`"}
 REAL_CLUSTER = "kubedra dev-cluster up"  # a block starting one needs upstream's binaries
+# A block for the reader's own cluster (their kubeconfig, helm) cannot run here; it is
+# checked for shell syntax only.
+YOUR_CLUSTER = ("~/.kube/config", "helm install")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
@@ -93,11 +96,25 @@ def _command(line: str) -> str:
 
 def test_readme_blocks_run_in_order(clone: tuple[Path, dict[str, str]]) -> None:
     root, env = clone
-    blocks = [b for b in readme_blocks((REPO / "README.md").read_text()) if REAL_CLUSTER not in b.script]
+    blocks = [b for b in readme_blocks((REPO / "README.md").read_text())
+              if REAL_CLUSTER not in b.script and not _for_your_cluster(b)]
     assert len(blocks) >= 4 and sum(b.expected is not None for b in blocks) >= 3
     for block in blocks:
         run_block(block, root, env)
     assert (root / ".kubedra" / "demo.db").exists() and (root / ".kubedra" / "state.db").exists()
+
+
+def _for_your_cluster(block: Block) -> bool:
+    return any(marker in block.script for marker in YOUR_CLUSTER)
+
+
+def test_readme_blocks_for_your_cluster_are_valid_shell() -> None:
+    blocks = [b for b in readme_blocks((REPO / "README.md").read_text()) if _for_your_cluster(b)]
+    assert blocks
+    for block in blocks:
+        run = subprocess.run(["bash", "-n", "-c", block.script], capture_output=True, text=True,
+                             check=False)
+        assert run.returncode == 0, f"README.md:{block.line}: {run.stderr}"
 
 
 def test_readme_real_cluster_block(clone: tuple[Path, dict[str, str]]) -> None:
