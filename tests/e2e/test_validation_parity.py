@@ -22,7 +22,7 @@ from kubedra.cluster.kubernetes import RESOURCES, KubeStore
 from kubedra.cluster.rest import Request
 from kubedra.errors import KubedraError, NotFound, ValidationError
 from tests.api import manifests
-from tests.api.test_validation import CASES
+from tests.api.test_validation import ACCEPTED, CASES
 
 # case id -> why kubedra and the API server disagree (docs/compatibility.md, "Validation").
 KNOWN: dict[str, str] = {}
@@ -107,17 +107,20 @@ def _path_in(message: str) -> str:
 
 
 def cases() -> Iterator[tuple[str, dict[str, Any], str | None]]:
-    """(id, document, the path kubedra's table expects, None for a valid base)."""
+    """(id, document, the path kubedra's table expects, None where both should accept)."""
     for name, base in BASES.items():
         yield f"valid-{name}", base(), None
     for case_id, base, path, value, where, _message in CASES:
         yield case_id, manifests.mutate(base(), path, value), where
+    for case_id, base, path, value, _where, _warning in ACCEPTED:
+        yield case_id, manifests.mutate(base(), path, value), None
 
 
 def agrees(kubedra: set[str], server: set[str], expected: str | None) -> bool:
+    """Both accept, or both reject at the same field paths (the expected one among them)."""
     if expected is None:
         return not kubedra and not server
-    return bool(server) and (expected in server or not kubedra.isdisjoint(server))
+    return expected in server and kubedra == server
 
 
 @pytest.fixture(scope="module")
