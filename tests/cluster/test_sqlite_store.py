@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from kubedra.api.codec import decode_object
-from kubedra.api.core import Node, Pod
+from kubedra.api.core import Namespace, Node, Pod
 from kubedra.api.meta import ObjectMeta, OwnerReference
 from kubedra.api.resource import ResourceClaim, ResourceClaimStatus, ResourceSlice
 from kubedra.cluster import EventType, SqliteStore
@@ -101,6 +101,7 @@ def test_owner_reference_cascade(store: SqliteStore) -> None:
 def test_list_by_namespace_labels_and_fields(store: SqliteStore) -> None:
     store.create(with_meta(claim(), name="a", labels={"team": "ml", "tier": "gold"}))
     store.create(with_meta(claim(), name="b", labels={"team": "ml"}))
+    store.create(Namespace(metadata=ObjectMeta(name="other")))
     store.create(with_meta(claim(), name="c", namespace="other", labels={"team": "web"}))
     assert [c.name for c in store.list(ResourceClaim)] == ["a", "b", "c"]
     assert [c.name for c in store.list(ResourceClaim, namespace="default")] == ["a", "b"]

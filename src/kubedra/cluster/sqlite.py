@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from kubedra.api.codec import decode_json, to_dict
-from kubedra.api.core import Pod
+from kubedra.api.core import Namespace, Pod
 from kubedra.api.defaults import with_defaults
 from kubedra.api.kinds import BY_KIND, with_type_meta
 from kubedra.api.meta import KubeObject, ObjectMeta
@@ -42,6 +42,8 @@ from kubedra.errors import AlreadyExists, Conflict, KubedraError, NotFound, Stor
 
 # Kubernetes' generateName suffix alphabet: no vowels (no words), no look-alike characters.
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+# The namespaces the API server creates at start (and re-creates if deleted).
+SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
 def now_rfc3339(now: datetime | None = None) -> str:
@@ -68,6 +70,7 @@ class SqliteStore:
         self._rv_in_tx: int | None = None  # last resourceVersion taken in this transaction
         storefile.create(self.path)  # only where no file is: see storefile's rule
         self._db = storefile.connect(self.path)  # reads only: never waits for a writer
+        self._system_namespaces()
 
     def _timestamp(self) -> str:
         return now_rfc3339(self._clock() if self._clock is not None else None)
@@ -182,12 +185,21 @@ class SqliteStore:
     # --- writes -----------------------------------------------------------------------
 
     def create(self, obj: T) -> T:
-        """Store a new object: name from generateName, uid, creationTimestamp, rv."""
+        """Store a new object: name from generateName, uid, creationTimestamp, rv. As the
+        API server: into an existing namespace only, never with a resourceVersion (a pasted
+        uid or timestamps are replaced)."""
         meta = obj.metadata
         namespace = _ns(type(obj), meta.namespace or DEFAULT_NAMESPACE)
         if not meta.name and not meta.generate_name:
             raise ValueError(f"{obj.KIND}: metadata.name or metadata.generateName is required")
+        if meta.resource_version:
+            raise StoreError(
+                f'{obj.KIND} "{meta.name or meta.generate_name}": resourceVersion should not be '
+                "set on objects to be created"
+            )
         with self._write():
+            if namespace:
+                self._check_namespace(namespace)
             name = meta.name or self._free_name(obj.KIND, namespace, meta.generate_name or "")
             if self._row(obj.KIND, namespace, name) is not None:
                 raise AlreadyExists(f'{obj.KIND} "{name}" already exists')
@@ -201,6 +213,7 @@ class SqliteStore:
                 creation_timestamp=self._timestamp(),
                 resource_version=None,
                 deletion_timestamp=None,
+                deletion_grace_period_seconds=None,
                 generation=1 if meta.generation is None else meta.generation,
             )
             return self._put(msgspec.structs.replace(obj, metadata=fresh), EventType.ADDED)
@@ -240,6 +253,27 @@ class SqliteStore:
             )
 
     # --- internals --------------------------------------------------------------------
+
+    def _system_namespaces(self) -> None:
+        """Create the namespaces the API server starts with, where this store lacks any (a
+        new store, or one made before they were created): one read when all are there."""
+        if all(self._row(Namespace.KIND, "", n) is not None for n in SYSTEM_NAMESPACES):
+            return
+        with self._write():
+            for name in SYSTEM_NAMESPACES:
+                if self._row(Namespace.KIND, "", name) is None:
+                    self.create(Namespace(metadata=ObjectMeta(name=name)))
+
+    def _check_namespace(self, namespace: str) -> None:
+        """NamespaceLifecycle admission: objects go into a namespace that exists and is not
+        being deleted."""
+        if self._row(Namespace.KIND, "", namespace) is None:
+            raise NotFound(f'namespaces "{namespace}" not found')
+        if self._stored(Namespace, "", namespace).metadata.deletion_timestamp:
+            raise StoreError(
+                f"unable to create new content in namespace {namespace} because it is being "
+                "terminated"
+            )
 
     def _replace(self, obj: T, keep_status: bool) -> T:
         cls, meta = type(obj), obj.metadata
