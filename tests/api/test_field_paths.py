@@ -19,9 +19,14 @@ from tests.api.test_validation import ACCEPTED, CASES
 @pytest.mark.parametrize(
     ("segments", "text"),
     [
-        (("spec", "devices", 0, "attributes", Key("model"), "string"),
-         "spec.devices[0].attributes[model].string"),
-        (("spec", "capacity", Key("gpu.nvidia.com/memory")), "spec.capacity[gpu.nvidia.com/memory]"),
+        (
+            ("spec", "devices", 0, "attributes", Key("model"), "string"),
+            "spec.devices[0].attributes[model].string",
+        ),
+        (
+            ("spec", "capacity", Key("gpu.nvidia.com/memory")),
+            "spec.capacity[gpu.nvidia.com/memory]",
+        ),
         (("metadata", "labels", Key("app")), "metadata.labels[app]"),
         (("spec", "requests", Key("7")), "spec.requests[7]"),
         # a plain string that is no identifier is bracketed too (its kind is unknown)
@@ -42,14 +47,14 @@ def test_a_digit_key_finds_its_line_in_a_mapping() -> None:
 _TABLE = [(c[0], c[1], c[2], c[3]) for c in CASES] + [(c[0], c[1], c[2], c[3]) for c in ACCEPTED]
 
 
-class _NoAliases(yaml.SafeDumper):
+class NoAliases(yaml.SafeDumper):
     """Repeated items written out in full, each on its own lines."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
 
 
-def _lines_of(node: yaml.Node, path: list[str | int]) -> tuple[set[int], int]:
+def lines_of(node: yaml.Node, path: list[str | int]) -> tuple[set[int], int]:
     """The lines where the field at `path` is written (its key's, its value's first), found
     by walking PyYAML's own node tree, and how many segments of the path the text lacks
     (the lines are then those of the deepest field it has)."""
@@ -71,7 +76,9 @@ def _lines_of(node: yaml.Node, path: list[str | int]) -> tuple[set[int], int]:
     return lines, 0
 
 
-@pytest.mark.parametrize(("base", "path", "value"), [c[1:] for c in _TABLE], ids=[c[0] for c in _TABLE])
+@pytest.mark.parametrize(
+    ("base", "path", "value"), [c[1:] for c in _TABLE], ids=[c[0] for c in _TABLE]
+)
 def test_every_problem_is_placed_on_the_line_of_its_field(
     base: Callable[[], dict[str, Any]], path: str, value: Any
 ) -> None:
@@ -79,11 +86,11 @@ def test_every_problem_is_placed_on_the_line_of_its_field(
     as fields), or one field_lines cannot follow, puts the problem on the line of some
     parent. Each problem's path must exist in the text, but for a missing last field, and
     the problem lands where its field (map, entry or item) is written."""
-    text = yaml.dump(mutate(base(), path, value), Dumper=_NoAliases, sort_keys=False)
+    text = yaml.dump(mutate(base(), path, value), Dumper=NoAliases, sort_keys=False)
     result = load_text(text, "case.yaml")
     (loaded,) = result.objects
     tree = yaml.compose(text)
     for problem in result.locate_all((p, loaded.source) for p in validate(loaded.obj)):
-        lines, missing = _lines_of(tree, parse_path(problem.path))
+        lines, missing = lines_of(tree, parse_path(problem.path))
         assert missing <= 1, problem  # only a missing field itself (`Required value`)
         assert problem.line in lines, problem

@@ -40,6 +40,7 @@ REF = (
 ONE_OF_NODE = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection`"
 DEV = "spec.devices[0]"
 REQ = "spec.devices.requests"
+CONDITION = {"type": "Ready", "status": "True", "reason": "Up", "lastTransitionTime": "2026-01-01T00:00:00Z"}
 
 
 def attrs(n: int) -> dict[str, Any]:
@@ -294,6 +295,35 @@ CASES: list[tuple[str, Callable[[], dict[str, Any]], str, Any, str, str]] = [
      "spec.containers[0].resources.claims[0]",
      "Not found: 'tpus': must be one of the names in pod.spec.resourceClaims"),
     ("pod-containers-required", pod_doc, "spec.containers", [], "spec.containers", "Required value"),
+    # --- found by the differential against kube-apiserver (tests/e2e/test_validation_differential.py)
+    ("finalizer-not-qualified", claim_doc, "metadata.finalizers", ["app"], "metadata.finalizers[0]",
+     'Invalid value: "app": name is neither a standard finalizer name nor is it fully qualified'),
+    ("generate-name-slash", taint_rule_doc, "metadata.generateName", "x/-", "metadata.generateName",
+     "Invalid value: \"x/-\": may not contain '/'"),
+    ("owner-reference-event", claim_doc, "metadata.ownerReferences",
+     [{"apiVersion": "/v1", "kind": "Event", "name": "e", "uid": "u"}], "metadata.ownerReferences[0]",
+     'Invalid value: "e": /v1, Kind=Event is disallowed from being an owner'),
+    ("status-condition-duplicate", allocated_claim_doc, "status.devices",
+     [{"driver": "gpu.nvidia.com", "pool": "node-1", "device": "gpu-0", "conditions": [CONDITION] * 2}],
+     "status.devices[0].conditions[1]", 'Duplicate value: "Ready"'),
+    ("status-conditions-too-many", allocated_claim_doc, "status.devices",
+     [{"driver": "gpu.nvidia.com", "pool": "node-1", "device": "gpu-0",
+       "conditions": [{**CONDITION, "type": f"T{i}"} for i in range(9)]}],
+     "status.devices[0].conditions", "Too many: 9: must have at most 8 items"),
+    ("result-share-id-empty", allocated_claim_doc, "status.allocation.devices.results.0.shareID", "",
+     "status.allocation.devices.results[0].shareID", 'Invalid value: "": must be a lower-case RFC 4122 UUID'),
+    ("pod-claim-ref-repeated", pod_doc, "spec.containers.0.resources.claims",
+     [{"name": "gpus"}, {"name": "gpus", "request": "a b"}], "spec.containers[0].resources.claims[1]",
+     'Duplicate value: "gpus"'),
+    ("request-both-subrequest-class", claim_doc, "spec.devices.requests.0.firstAvailable",
+     [{"name": "a", "deviceClassName": "A/b"}], f"{REQ}[0].firstAvailable[0].deviceClassName",
+     f'Invalid value: "A/b": {SUBDOMAIN}'),
+    ("too-many-taints-each-effect", slice_doc, "spec.devices.0.taints", [{"key": "k"}] * 17,
+     f"{DEV}.taints[16].effect", "Required value"),
+    ("attribute-long-key-full-path", slice_doc, "spec.devices.0.attributes", {"x" * 97: {}},
+     f"{DEV}.attributes[{'x' * 97}]", 'Invalid value: "{}": exactly one value must be specified'),
+    ("attribute-long-key-short-path", slice_doc, "spec.devices.0.attributes", {"x" * 97: {}},
+     f"{DEV}.attributes[{'x' * 47}...{'x' * 46}]", 'Invalid value: "{}": exactly one value must be specified'),
     # --- unknown fields
     ("unknown-field", claim_doc, "spec.devices.requests.0.exactly.devicClassName", "x",
      f"{REQ}[0].exactly.devicClassName", f'unknown field "{REQ}[0].exactly.devicClassName"'),
@@ -332,6 +362,14 @@ ACCEPTED: list[tuple[str, Callable[[], dict[str, Any]], str, Any, str | None, st
     ("constraint-both", claim_doc, "spec.devices.constraints.0.distinctAttribute", "a.com/b",
      "spec.devices.constraints[0]",
      'both "matchAttribute" and "distinctAttribute" are set: only matchAttribute is applied'),
+    # found by the differential against kube-apiserver
+    ("class-generate-name-unchecked", class_doc, "metadata.generateName", "Not_A_Name", None, None),
+    ("result-toleration-operator-defaults", allocated_claim_doc,
+     "status.allocation.devices.results.0.tolerations", [{"key": "k"}], None, None),
+    ("owner-references-repeated", claim_doc, "metadata.ownerReferences",
+     [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u", "controller": True}] * 2,
+     "metadata.ownerReferences", "duplicate ownerReferences are dropped"),
+    ("standard-finalizer", claim_doc, "metadata.finalizers", ["kubernetes", "orphan"], None, None),
 ]
 
 

@@ -18,7 +18,7 @@ from kubedra.api.meta import KubeObject, ObjectMeta
 from kubedra.api.resource import ResourceClaim
 from kubedra.cluster import SqliteStore
 from kubedra.cluster.sqlite import SYSTEM_NAMESPACES
-from kubedra.errors import NotFound, StoreError
+from kubedra.errors import NotFound, StoreError, ValidationError
 from tests.api.manifests import claim_doc
 from tests.cli.test_lint import kubedra
 
@@ -75,9 +75,27 @@ def test_nothing_goes_into_a_namespace_being_deleted(store: SqliteStore) -> None
         store.create(claim(namespace="old"))
 
 
+@pytest.mark.parametrize("kind", ["ResourceClaim", "ResourceClaimTemplate"])
+def test_admin_access_only_in_a_namespace_labelled_for_it(store: SqliteStore, kind: str) -> None:
+    doc = claim_doc()
+    doc["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
+    if kind == "ResourceClaimTemplate":
+        doc = {**doc, "kind": kind, "spec": {"spec": doc["spec"]}}
+    with pytest.raises(ValidationError) as refused:
+        store.create(decode_object(doc).obj)
+    assert refused.value.path == "spec.devices.requests[0].adminAccess"  # upstream's, for both
+    assert "requires the `resource.kubernetes.io/admin-access: true` label" in str(refused.value)
+    labels = {"resource.kubernetes.io/admin-access": "true"}
+    store.create(Namespace(metadata=ObjectMeta(name="monitoring", labels=labels)))
+    doc["metadata"]["namespace"] = "monitoring"
+    assert store.create(decode_object(doc).obj).namespace == "monitoring"
+
+
 def test_a_pasted_resource_version_is_refused(store: SqliteStore) -> None:
     rv = store.resource_version()
-    with pytest.raises(StoreError, match="resourceVersion should not be set on objects to be created"):
+    with pytest.raises(
+        StoreError, match="resourceVersion should not be set on objects to be created"
+    ):
         store.create(claim(resource_version="42"))
     assert store.resource_version() == rv
     with pytest.raises(NotFound):
@@ -85,8 +103,12 @@ def test_a_pasted_resource_version_is_refused(store: SqliteStore) -> None:
 
 
 def test_a_pasted_uid_and_times_are_replaced(store: SqliteStore) -> None:
-    pasted = claim(uid="11111111-1111-1111-1111-111111111111", creation_timestamp="2020-01-01T00:00:00Z",
-                   deletion_timestamp="2020-01-01T00:00:00Z", deletion_grace_period_seconds=3)
+    pasted = claim(
+        uid="11111111-1111-1111-1111-111111111111",
+        creation_timestamp="2020-01-01T00:00:00Z",
+        deletion_timestamp="2020-01-01T00:00:00Z",
+        deletion_grace_period_seconds=3,
+    )
     meta = store.create(pasted).metadata
     assert meta.uid and meta.uid != pasted.metadata.uid
     assert meta.creation_timestamp != "2020-01-01T00:00:00Z"

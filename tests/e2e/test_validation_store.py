@@ -1,6 +1,6 @@
 """The embedded store's create against the real API server's, request for request: the
-namespaces a cluster starts with, a namespace that does not exist, a pasted resourceVersion
-and a pasted uid. The server side is sent as kubectl sends it (the manifest as written)."""
+namespaces a cluster starts with, a namespace that does not exist, admin access outside a
+labelled namespace, a pasted resourceVersion and a pasted uid. The server side is sent as kubectl sends it (the manifest as written)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from kubedra.cluster import SqliteStore
 from kubedra.cluster.kubernetes import RESOURCES, KubeStore
 from kubedra.cluster.rest import Request
 from kubedra.cluster.sqlite import SYSTEM_NAMESPACES
-from kubedra.errors import KubedraError
+from kubedra.errors import KubedraError, ValidationError
 from tests.api.manifests import claim_doc
 
 PASTED_UID = "11111111-1111-1111-1111-111111111111"
@@ -28,6 +28,12 @@ def _claim(name: str, **meta: Any) -> dict[str, Any]:
     return doc
 
 
+def _admin_claim(name: str) -> dict[str, Any]:
+    doc = _claim(name)
+    doc["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
+    return doc
+
+
 def on_server(kube: KubeStore, doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(outcome, stored metadata): outcome is `created` or the server's message."""
     res = RESOURCES[type(decode_object(doc).obj)]
@@ -35,6 +41,8 @@ def on_server(kube: KubeStore, doc: dict[str, Any]) -> tuple[str, dict[str, Any]
     about = Request("create", res.full_name, ns, doc["metadata"]["name"], doc["kind"])
     try:
         body = kube.client.request("POST", res.path(ns), about, body=json.dumps(doc).encode())
+    except ValidationError as err:
+        return f"invalid at {sorted(p.path for p in err.problems)}", {}
     except KubedraError as err:
         return _message(str(err)), {}
     return "created", json.loads(body)["metadata"]
@@ -43,6 +51,8 @@ def on_server(kube: KubeStore, doc: dict[str, Any]) -> tuple[str, dict[str, Any]
 def in_store(store: SqliteStore, doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     try:
         created = store.create(decode_object(doc).obj)
+    except ValidationError as err:
+        return f"invalid at {sorted(p.path for p in err.problems)}", {}
     except KubedraError as err:
         return _message(str(err)), {}
     return "created", {"uid": created.metadata.uid}
@@ -53,7 +63,7 @@ def _message(text: str) -> str:
     object kubedra names first."""
     for known in ("resourceVersion should not be set on objects to be created", "not found"):
         if known in text:
-            return text[text.index('namespaces "'):] if known == "not found" else known
+            return text[text.index('namespaces "') :] if known == "not found" else known
     return text
 
 
@@ -74,6 +84,7 @@ def test_both_start_with_the_same_namespaces(kube: KubeStore, store: SqliteStore
         ("missing-namespace", _claim("store-ns", namespace="no-such-team")),
         ("pasted-resource-version", _claim("store-rv", resourceVersion="42")),
         ("system-namespace", _claim("store-sys", namespace="kube-public")),
+        ("admin-access-unlabelled-namespace", _admin_claim("store-admin")),
     ],
 )
 def test_create_has_the_same_outcome(

@@ -22,11 +22,15 @@ from typing import Any
 
 import msgspec
 
+from kubedra.allocator.api import ADMIN_NAMESPACE_LABEL
 from kubedra.api.codec import decode_json, to_dict
 from kubedra.api.core import Namespace, Pod
 from kubedra.api.defaults import with_defaults
 from kubedra.api.kinds import BY_KIND, with_type_meta
 from kubedra.api.meta import KubeObject, ObjectMeta
+from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
+from kubedra.api.validation import ref_of
+from kubedra.api.validation.meta import unique_owner_references
 from kubedra.api.validation.update import check_update
 from kubedra.cluster import storefile
 from kubedra.cluster.selectors import parse_field_selector, parse_label_selector
@@ -38,7 +42,15 @@ from kubedra.cluster.store import (
     with_scheduled_condition,
 )
 from kubedra.cluster.storefile import DEFAULT_PATH as DEFAULT_PATH
-from kubedra.errors import AlreadyExists, Conflict, KubedraError, NotFound, StoreError
+from kubedra.errors import (
+    AlreadyExists,
+    Conflict,
+    KubedraError,
+    NotFound,
+    Problem,
+    StoreError,
+    ValidationError,
+)
 
 # Kubernetes' generateName suffix alphabet: no vowels (no words), no look-alike characters.
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -187,7 +199,7 @@ class SqliteStore:
     def create(self, obj: T) -> T:
         """Store a new object: name from generateName, uid, creationTimestamp, rv. As the
         API server: into an existing namespace only, never with a resourceVersion (a pasted
-        uid or timestamps are replaced)."""
+        uid or timestamps are replaced, repeated owner references dropped)."""
         meta = obj.metadata
         namespace = _ns(type(obj), meta.namespace or DEFAULT_NAMESPACE)
         if not meta.name and not meta.generate_name:
@@ -199,7 +211,7 @@ class SqliteStore:
             )
         with self._write():
             if namespace:
-                self._check_namespace(namespace)
+                self._admit(obj, namespace)
             name = meta.name or self._free_name(obj.KIND, namespace, meta.generate_name or "")
             if self._row(obj.KIND, namespace, name) is not None:
                 raise AlreadyExists(f'{obj.KIND} "{name}" already exists')
@@ -214,6 +226,7 @@ class SqliteStore:
                 resource_version=None,
                 deletion_timestamp=None,
                 deletion_grace_period_seconds=None,
+                owner_references=unique_owner_references(meta.owner_references),
                 generation=1 if meta.generation is None else meta.generation,
             )
             return self._put(msgspec.structs.replace(obj, metadata=fresh), EventType.ADDED)
@@ -264,16 +277,18 @@ class SqliteStore:
                 if self._row(Namespace.KIND, "", name) is None:
                     self.create(Namespace(metadata=ObjectMeta(name=name)))
 
-    def _check_namespace(self, namespace: str) -> None:
-        """NamespaceLifecycle admission: objects go into a namespace that exists and is not
-        being deleted."""
+    def _admit(self, obj: KubeObject, namespace: str) -> None:
+        """The API server's admission of a new namespaced object: its namespace exists and
+        is not being deleted (NamespaceLifecycle); admin access only where it is allowed."""
         if self._row(Namespace.KIND, "", namespace) is None:
             raise NotFound(f'namespaces "{namespace}" not found')
-        if self._stored(Namespace, "", namespace).metadata.deletion_timestamp:
+        ns = self._stored(Namespace, "", namespace)
+        if ns.metadata.deletion_timestamp:
             raise StoreError(
                 f"unable to create new content in namespace {namespace} because it is being "
                 "terminated"
             )
+        _admin_access(obj, ns.metadata.labels)
 
     def _replace(self, obj: T, keep_status: bool) -> T:
         cls, meta = type(obj), obj.metadata
@@ -468,6 +483,25 @@ class SqliteStore:
                 self._db.execute("COMMIT")
             except sqlite3.Error as err:
                 raise storefile.translate(self.path, err) from None
+
+
+def _admin_access(obj: KubeObject, namespace_labels: dict[str, str]) -> None:
+    """Admin access to devices is granted only in a namespace labelled for it (upstream's
+    claim and template strategies; the path is upstream's for both kinds)."""
+    if isinstance(obj, ResourceClaim):
+        requests = obj.spec.devices.requests
+    elif isinstance(obj, ResourceClaimTemplate):
+        requests = obj.spec.spec.devices.requests
+    else:
+        return
+    wanted = [i for i, q in enumerate(requests) if q.exactly and q.exactly.admin_access]
+    if wanted and namespace_labels.get(ADMIN_NAMESPACE_LABEL) != "true":
+        message = (
+            f"Forbidden: admin access to devices requires the `{ADMIN_NAMESPACE_LABEL}: true` "
+            "label on the containing namespace"
+        )
+        path = f"spec.devices.requests[{wanted[0]}].adminAccess"
+        raise ValidationError([Problem(message, path, ref_of(obj))])
 
 
 def _unchanged(stored: T, merged: T) -> bool:

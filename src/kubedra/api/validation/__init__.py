@@ -20,7 +20,7 @@ from kubedra.api.resource import (
     ResourceSlice,
 )
 from kubedra.api.validation import core, resource
-from kubedra.api.validation.meta import object_metadata
+from kubedra.api.validation.meta import object_metadata, path_segments
 from kubedra.api.validation.report import Report
 from kubedra.errors import ObjectRef, Problem, ValidationError, errors_only
 
@@ -48,6 +48,8 @@ def validate(obj: KubeObject) -> list[Problem]:
         if not field.silent:
             r.add(field.path, f'unknown field "{format_path(field.path)}"')
     _RULES[type(obj)](r, obj)
+    if not errors_only(r.problems):
+        path_segments(r, obj.metadata)
     return r.problems
 
 

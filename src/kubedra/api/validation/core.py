@@ -68,21 +68,25 @@ def _pod_claim(r: Report, path: Path, name: str, seen: set[str]) -> None:
 
 
 def _container_claims(r: Report, path: Path, c: Container, pod_claims: set[str]) -> None:
-    """Each reference names a pod claim (and optionally one of its requests), once."""
+    """Each reference names a pod claim, once: a whole claim, or requests of it, not both."""
     refs = c.resources.claims if c.resources else ()
-    seen: set[str] = set()
+    seen: set[str] = set()  # `claim` for a whole claim, `claim/request` for one request
     for j, ref in enumerate(refs):
         if not ref.name:
             r.required((*path, j))
-            continue
-        key = f"{ref.name}/{ref.request}" if ref.request else ref.name
-        if ref.request:
-            r.valid((*path, j, "request"), ref.request, names.dns_label)
-        whole_claim_after_part = not ref.request and any(s.startswith(f"{ref.name}/") for s in seen)
-        if ref.name in seen or key in seen or whole_claim_after_part:
-            r.duplicate((*path, j), key)
-        seen.add(key)
-        if ref.name not in pod_claims:
+        elif ref.name in seen:
+            r.duplicate((*path, j), ref.name)
+        else:
+            key = ref.name
+            if ref.request:
+                r.valid((*path, j, "request"), ref.request, names.dns_label)
+                key = f"{ref.name}/{ref.request}"
+            if key in seen:
+                r.duplicate((*path, j), key)
+            elif not ref.request and any(s.startswith(f"{ref.name}/") for s in seen):
+                r.duplicate((*path, j), ref.name)  # the whole claim, after one of its requests
+            seen.add(key)
+        if ref.name and ref.name not in pod_claims:
             detail = "must be one of the names in pod.spec.resourceClaims"
             if not pod_claims:
                 detail += " which is empty"

@@ -27,7 +27,6 @@ from kubedra.api.resource import (
     CapacityRequestPolicyRange,
     CounterSet,
     Device,
-    DeviceAttribute,
     DeviceClaim,
     DeviceClass,
     DeviceCounterConsumption,
@@ -47,7 +46,7 @@ from kubedra.api.resource import (
 )
 from kubedra.api.validation import limits, names
 from kubedra.api.validation.core import node_selector
-from kubedra.api.validation.meta import template_metadata
+from kubedra.api.validation.meta import conditions, template_metadata
 from kubedra.api.validation.report import Path, Report
 
 ALLOCATION_MODES = ("All", "ExactCount")
@@ -229,7 +228,7 @@ def _device(r: Report, path: Path, d: Device, per_device: bool) -> None:
             "the total number of attributes and capacities must not exceed "
             f"{limits.DEVICE_MAX_ATTRIBUTES_AND_CAPACITIES}",
         )
-    values = _attribute_values(d)
+    values = _attributes(r, (*path, "attributes"), d)
     if values > limits.DEVICE_MAX_ATTRIBUTE_VALUES:
         r.invalid(
             path,
@@ -237,11 +236,9 @@ def _device(r: Report, path: Path, d: Device, per_device: bool) -> None:
             "the total number of attribute values must not exceed "
             f"{limits.DEVICE_MAX_ATTRIBUTE_VALUES}",
         )
-    _attributes(r, (*path, "attributes"), d)
     _capacities(r, (*path, "capacity"), d)
-    if d.taints and r.within((*path, "taints"), d.taints, limits.DEVICE_MAX_TAINTS):
-        for i, taint in enumerate(d.taints):
-            validate_taint(r, (*path, "taints", i), taint)
+    if d.taints:
+        _taints(r, (*path, "taints"), d.taints)
     if d.consumes_counters:
         cp = (*path, "consumesCounters")
         if r.within(cp, d.consumes_counters, limits.DEVICE_MAX_COUNTER_CONSUMPTIONS):
@@ -260,18 +257,10 @@ def _device(r: Report, path: Path, d: Device, per_device: bool) -> None:
 _FIRST_LIST_KIND = ATTRIBUTE_VALUE_FIELDS.index("ints")
 
 
-def _attribute_values(d: Device) -> int:
-    """Attribute values counted as upstream counts them: a list counts its items."""
-    if not any(map(_has_list_value, d.attributes.values())):
-        return len(d.attributes)
-    return sum(
-        sum(len(v) for v in astuple(a)[_FIRST_LIST_KIND:] if v is not None) or 1
-        for a in d.attributes.values()
-    )
-
-
-def _has_list_value(a: DeviceAttribute) -> bool:
-    return any(v for v in astuple(a)[_FIRST_LIST_KIND:])
+def _value_count(values: tuple[object, ...]) -> int:
+    """An attribute's values as upstream counts them: a list counts its items (an empty
+    one, or none, counts one)."""
+    return sum(len(v) for v in values[_FIRST_LIST_KIND:] if isinstance(v, tuple)) or 1
 
 
 def _entry(path: Path, key: str) -> Path:
@@ -312,18 +301,22 @@ _ONE_VALUE = len(ATTRIBUTE_VALUE_FIELDS) - 1  # Nones in the astuple() of a one-
 _STRING, _VERSION = ATTRIBUTE_VALUE_FIELDS.index("string"), ATTRIBUTE_VALUE_FIELDS.index("version")
 
 
-def _attributes(r: Report, path: Path, d: Device) -> None:
-    # The hot loop of inventory validation (one pass per attribute): a name seen valid before
-    # and a single int, bool or short string cost a few tests; field paths are only built
-    # when there is something to report.
+def _attributes(r: Report, path: Path, d: Device) -> int:
+    """Check every attribute; returns how many values they hold.
+
+    The hot loop of inventory validation (one pass per attribute): a name seen valid before
+    and a single int, bool or short string cost a few tests; field paths are only built
+    when there is something to report."""
     valid_names, valid_versions = _VALID_NAMES, _VALID_VERSIONS
+    count = len(d.attributes)
     for key, attr in d.attributes.items():
         if key not in valid_names:
             _qualified_name(r, path, key)
         values = astuple(attr)
         if values.count(None) != _ONE_VALUE:
-            _attribute_union(r, _entry(path, key), attr.values_set())
+            _attribute_union(r, path, key, attr.values_set())
             _attribute_value(r, _entry(path, key), values)
+            count += _value_count(values) - 1
         elif (text := values[_STRING]) is not None:
             if len(text) > _SHORT and len(text.encode()) > limits.ATTRIBUTE_MAX_VALUE_LENGTH:
                 r.too_long((*_entry(path, key), "string"), limits.ATTRIBUTE_MAX_VALUE_LENGTH)
@@ -335,6 +328,8 @@ def _attributes(r: Report, path: Path, d: Device) -> None:
                 r.int64((*_entry(path, key), "int"), values[0], "DeviceAttribute")
         else:
             _attribute_value(r, _entry(path, key), values)
+            count += _value_count(values) - 1
+    return count
 
 
 # A string of at most this many characters is within the byte limit whatever its characters.
@@ -369,9 +364,12 @@ def _text_value(r: Report, path: Path, kind: str, text: str) -> None:
         r.too_long(path, limits.ATTRIBUTE_MAX_VALUE_LENGTH)
 
 
-def _attribute_union(r: Report, path: Path, kinds: list[str]) -> None:
+def _attribute_union(r: Report, path: Path, key: str, kinds: list[str]) -> None:
+    """Not exactly one value. Upstream checks this twice, by hand at the shortened key and
+    declaratively at the full one: a long key is reported at both."""
     shown = "{" + ", ".join(kinds) + "}"
-    r.invalid(path, shown, "exactly one value must be specified")
+    for entry in dict.fromkeys((_entry(path, key), (*path, Key(key)))):
+        r.invalid(entry, shown, "exactly one value must be specified")
 
 
 def _version(r: Report, path: Path, version: str) -> None:
@@ -558,14 +556,29 @@ def _binding_conditions(
         r.invalid(fp, [], "bindingFailureConditions are required to use bindingConditions")
 
 
+def _taints(r: Report, path: Path, taints: Sequence[DeviceTaint]) -> None:
+    """At most 16, each valid. Over the limit upstream still checks each effect (a rule it
+    declares on the type, with no limit on the list)."""
+    if r.within(path, taints, limits.DEVICE_MAX_TAINTS):
+        for i, taint in enumerate(taints):
+            validate_taint(r, (*path, i), taint)
+    else:
+        for i, taint in enumerate(taints):
+            _taint_effect(r, (*path, i, "effect"), taint.effect)
+
+
 def validate_taint(r: Report, path: Path, t: DeviceTaint) -> None:
     r.name((*path, "key"), t.key, names.label_key)
     if t.value:
         r.name((*path, "value"), t.value, names.label_value)
-    if not t.effect:
-        r.required((*path, "effect"))
-    elif t.effect not in TAINT_EFFECTS:
-        r.unsupported((*path, "effect"), t.effect, TAINT_EFFECTS)
+    _taint_effect(r, (*path, "effect"), t.effect)
+
+
+def _taint_effect(r: Report, path: Path, effect: str | None) -> None:
+    if not effect:
+        r.required(path)
+    elif effect not in TAINT_EFFECTS:
+        r.unsupported(path, effect, TAINT_EFFECTS)
 
 
 # --- ResourceClaim and ResourceClaimTemplate ----------------------------------------------
@@ -621,12 +634,12 @@ def _request(r: Report, path: Path, q: DeviceRequest) -> None:
     if q.exactly is None and not q.first_available:
         r.required(path, "exactly one of `exactly` or `firstAvailable` is required")
     elif q.exactly is not None and q.first_available:
-        # Upstream stops here: neither form is looked into.
         r.invalid(
             path,
             None,
             "exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set",
         )
+        _declared_rules(r, path, q.exactly, q.first_available)
     elif q.exactly is not None:
         _exact(r, (*path, "exactly"), q.exactly)
     else:
@@ -636,6 +649,31 @@ def _request(r: Report, path: Path, q: DeviceRequest) -> None:
                 r.name((*fa, i, "name"), s.name, names.dns_label)
                 _exact(r, (*fa, i), s)
             r.unique(fa, (s.name for s in q.first_available))
+
+
+def _declared_rules(
+    r: Report, path: Path, exactly: ExactDeviceRequest, first: Sequence[DeviceSubRequest]
+) -> None:
+    """A request with both forms: upstream's handwritten rules stop at that error, but the
+    rules it declares on the types still look into both (list sizes, subrequest names'
+    uniqueness, class names of subrequests, allocation modes, tolerations)."""
+    _declared_request_rules(r, (*path, "exactly"), exactly)
+    fa = (*path, "firstAvailable")
+    if r.within(fa, first, limits.FIRST_AVAILABLE_MAX):
+        for i, s in enumerate(first):
+            r.name((*fa, i, "deviceClassName"), s.device_class_name, names.dns_subdomain)
+            _declared_request_rules(r, (*fa, i), s)
+        r.unique(fa, (s.name for s in first))
+
+
+def _declared_request_rules(
+    r: Report, path: Path, q: ExactDeviceRequest | DeviceSubRequest
+) -> None:
+    r.within((*path, "selectors"), q.selectors, limits.DEVICE_SELECTORS_MAX)
+    if q.allocation_mode not in ALLOCATION_MODES:
+        r.unsupported((*path, "allocationMode"), q.allocation_mode or "", ALLOCATION_MODES)
+    for i, t in enumerate(q.tolerations):
+        _toleration_fields(r, (*path, "tolerations", i), t)
 
 
 def _exact(r: Report, path: Path, q: ExactDeviceRequest | DeviceSubRequest) -> None:
@@ -682,21 +720,24 @@ def _allocation_mode(r: Report, path: Path, mode: str | None, count: int | None)
 def _toleration(r: Report, path: Path, t: DeviceToleration) -> None:
     """Upstream's device toleration rules (not the Pod ones: any key with any operator,
     tolerationSeconds with any effect)."""
-    if t.key:
-        r.name((*path, "key"), t.key, names.label_key)
-    operator = t.operator or ""
-    if operator == "Exists":
-        if t.value:
-            r.invalid((*path, "value"), t.value, "must be empty for operator `Exists`")
-    elif operator == "Equal":
+    _toleration_fields(r, path, t)
+    if (t.operator or "Equal") == "Equal":
         r.valid((*path, "value"), t.value or "", names.label_value)
-    elif not operator:
-        r.required((*path, "operator"))
-    else:
+    elif t.operator == "Exists" and t.value:
+        r.invalid((*path, "value"), t.value, "must be empty for operator `Exists`")
+    r.int64((*path, "tolerationSeconds"), t.toleration_seconds, "DeviceToleration")
+
+
+def _toleration_fields(r: Report, path: Path, t: DeviceToleration) -> None:
+    """The rules upstream declares on the type (and so applies wherever a toleration is):
+    key, operator, effect. The API defaults a missing operator to Equal everywhere."""
+    if t.key:
+        r.valid((*path, "key"), t.key, names.label_key)
+    operator = t.operator or "Equal"
+    if operator not in TOLERATION_OPERATORS:
         r.unsupported((*path, "operator"), operator, TOLERATION_OPERATORS)
     if t.effect and t.effect not in TAINT_EFFECTS:
         r.unsupported((*path, "effect"), t.effect, TAINT_EFFECTS)
-    r.int64((*path, "tolerationSeconds"), t.toleration_seconds, "DeviceToleration")
 
 
 def _refs(r: Report, path: Path, refs: Sequence[str], known: frozenset[str]) -> None:
@@ -750,12 +791,13 @@ def _claim_status(r: Report, st: ResourceClaimStatus, spec: ResourceClaimSpec) -
     allocated = set()
     if st.allocation is not None:
         allocated = {
-            (x.driver, x.pool, x.device, x.share_id) for x in st.allocation.devices.results
+            (x.driver, x.pool, x.device, x.share_id or "") for x in st.allocation.devices.results
         }
     for i, ds in enumerate(st.devices):
         _device_status(r, (*path, "devices", i), ds, allocated)
     r.unique(
-        (*path, "devices"), (f"{d.driver}/{d.pool}/{d.device}/{d.share_id}" for d in st.devices)
+        (*path, "devices"),
+        (f"{d.driver}/{d.pool}/{d.device}/{d.share_id or ''}" for d in st.devices),
     )
     if st.reserved_for and st.allocation is None:
         r.forbidden(rf, "may not be specified when `allocated` is not set")
@@ -767,18 +809,20 @@ def _device_status(
     r: Report,
     path: Path,
     ds: AllocatedDeviceStatus,
-    allocated: set[tuple[str, str, str, str | None]],
+    allocated: set[tuple[str, str, str, str]],
 ) -> None:
     r.name((*path, "driver"), ds.driver, names.api_driver_name)
     r.name((*path, "pool"), ds.pool, names.pool_name)
     r.name((*path, "device"), ds.device, names.dns_label)
     if ds.share_id is not None:
         r.valid((*path, "shareID"), ds.share_id, names.share_id)
-    if (ds.driver, ds.pool, ds.device, ds.share_id) not in allocated:
+    if (ds.driver, ds.pool, ds.device, ds.share_id or "") not in allocated:
         r.invalid(
             path, f"{ds.driver}/{ds.pool}/{ds.device}", "must be an allocated device in the claim"
         )
+    # Upstream reports too many conditions and still checks each one.
     r.within((*path, "conditions"), ds.conditions, limits.DEVICE_STATUS_MAX_CONDITIONS)
+    conditions(r, (*path, "conditions"), ds.conditions)
 
 
 def _allocation(r: Report, path: Path, a: AllocationResult, known: frozenset[str]) -> None:
