@@ -63,30 +63,29 @@ IDENTIFIERS = _texts(
 )
 
 
-@st.composite
-def label_keys(draw: st.DrawFn) -> str:
-    name = draw(LABEL_NAMES)
-    shape = draw(st.sampled_from(["bare", "prefixed", "prefixed", "two-slashes", "empty-prefix"]))
-    if shape == "bare":
-        return str(name)
-    if shape == "empty-prefix":
-        return f"/{name}"
-    prefix = draw(SUBDOMAINS)
-    key = f"{prefix}/{name}"
-    return f"{key}/x" if shape == "two-slashes" else key
+def prefixed(names: Strategy) -> Strategy:
+    """`name`, `prefix/name`, `/name` or `prefix/name/x`: label keys, qualified names."""
+
+    @st.composite
+    def build(draw: st.DrawFn) -> str:
+        name = draw(names)
+        shape = draw(st.sampled_from(["bare", "prefixed", "prefixed", "two-slashes", "empty"]))
+        if shape == "bare":
+            return str(name)
+        if shape == "empty":
+            return f"/{name}"
+        key = f"{draw(SUBDOMAINS)}/{name}"
+        return f"{key}/x" if shape == "two-slashes" else key
+
+    return build()
 
 
-@st.composite
-def qualified_names(draw: st.DrawFn) -> str:
-    ident = draw(IDENTIFIERS)
-    shape = draw(st.sampled_from(["bare", "domain", "domain", "two-slashes", "empty-domain"]))
-    if shape == "bare":
-        return str(ident)
-    if shape == "empty-domain":
-        return f"/{ident}"
-    domain = draw(SUBDOMAINS)
-    name = f"{domain}/{ident}"
-    return f"{name}/x" if shape == "two-slashes" else name
+def label_keys() -> Strategy:
+    return prefixed(LABEL_NAMES)
+
+
+def qualified_names() -> Strategy:
+    return prefixed(IDENTIFIERS)
 
 
 QUANTITIES = st.sampled_from(

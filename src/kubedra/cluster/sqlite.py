@@ -22,7 +22,6 @@ from typing import Any
 
 import msgspec
 
-from kubedra.allocator.api import ADMIN_NAMESPACE_LABEL
 from kubedra.api.codec import decode_json, to_dict
 from kubedra.api.core import Namespace, Pod
 from kubedra.api.defaults import with_defaults
@@ -31,6 +30,7 @@ from kubedra.api.meta import KubeObject, ObjectMeta
 from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
 from kubedra.api.validation import ref_of
 from kubedra.api.validation.meta import unique_owner_references
+from kubedra.api.validation.resource import ADMIN_ACCESS_LABEL
 from kubedra.api.validation.update import check_update
 from kubedra.cluster import storefile
 from kubedra.cluster.selectors import parse_field_selector, parse_label_selector
@@ -495,9 +495,9 @@ def _admin_access(obj: KubeObject, namespace_labels: dict[str, str]) -> None:
     else:
         return
     wanted = [i for i, q in enumerate(requests) if q.exactly and q.exactly.admin_access]
-    if wanted and namespace_labels.get(ADMIN_NAMESPACE_LABEL) != "true":
+    if wanted and namespace_labels.get(ADMIN_ACCESS_LABEL) != "true":
         message = (
-            f"Forbidden: admin access to devices requires the `{ADMIN_NAMESPACE_LABEL}: true` "
+            f"Forbidden: admin access to devices requires the `{ADMIN_ACCESS_LABEL}: true` "
             "label on the containing namespace"
         )
         path = f"spec.devices.requests[{wanted[0]}].adminAccess"
