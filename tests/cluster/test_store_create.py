@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -55,6 +56,23 @@ def test_opening_again_writes_nothing_and_an_older_store_gets_them(tmp_path: Pat
     db.commit()
     db.close()
     assert namespaces(SqliteStore(path)) == sorted(SYSTEM_NAMESPACES)
+
+
+def test_the_system_namespaces_do_not_go_through_a_subclass(tmp_path: Path) -> None:
+    """Opening a store must not call its public writes: a subclass that wraps them (a test
+    double, a store behind a flaky network) is not set up yet while the base opens."""
+
+    class Counting(SqliteStore):
+        def __init__(self, path: Path) -> None:
+            super().__init__(path)
+            self.creates = 0
+
+        def create(self, obj: Any) -> Any:
+            self.creates += 1
+            return super().create(obj)
+
+    store = Counting(tmp_path / "state.db")
+    assert (store.creates, namespaces(store)) == (0, sorted(SYSTEM_NAMESPACES))
 
 
 @pytest.mark.parametrize("kind", NAMESPACED)

@@ -200,6 +200,10 @@ class SqliteStore:
         """Store a new object: name from generateName, uid, creationTimestamp, rv. As the
         API server: into an existing namespace only, never with a resourceVersion (a pasted
         uid or timestamps are replaced, repeated owner references dropped)."""
+        return self._create(obj)
+
+    def _create(self, obj: T) -> T:
+        """`create`, also for the store's own objects (not through a subclass's override)."""
         meta = obj.metadata
         namespace = _ns(type(obj), meta.namespace or DEFAULT_NAMESPACE)
         if not meta.name and not meta.generate_name:
@@ -275,7 +279,7 @@ class SqliteStore:
         with self._write():
             for name in SYSTEM_NAMESPACES:
                 if self._row(Namespace.KIND, "", name) is None:
-                    self.create(Namespace(metadata=ObjectMeta(name=name)))
+                    self._create(Namespace(metadata=ObjectMeta(name=name)))
 
     def _admit(self, obj: KubeObject, namespace: str) -> None:
         """The API server's admission of a new namespaced object: its namespace exists and
