@@ -423,11 +423,24 @@ def _failing_entry(tp: Any, value: Any) -> tuple[str, Any, Any]:
     return "...", None, value_type
 
 
+class Key(str):
+    """A map key in a field path. Upstream's field paths write map entries as `[key]`
+    (field.Path.Key), whatever the key looks like: `attributes[model]`."""
+
+    __slots__ = ()
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def format_path(segments: Iterable[str | int]) -> str:
-    """`("spec", "devices", 0, "name")` -> `spec.devices[0].name`; odd map keys bracketed."""
+    """`("spec", "devices", 0, "attributes", Key("model"))` -> `spec.devices[0].attributes[model]`.
+
+    A plain string that is no identifier (a key whose kind the caller does not know) is
+    bracketed too, so every path stays readable back by `field_lines.parse_path`."""
     out = ""
     for seg in segments:
-        if isinstance(seg, int) or (out and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", seg)):
+        if isinstance(seg, int | Key) or (out and not _IDENTIFIER.fullmatch(seg)):
             out += f"[{seg}]"
         else:
             out += f".{seg}" if out else seg

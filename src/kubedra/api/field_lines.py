@@ -132,11 +132,13 @@ def _place(stack: list[_Open], root: _Trie | None, event: yaml.Event) -> _Trie |
         if parent.key is None:
             parent.key = event.value if isinstance(event, yaml.ScalarEvent) else ""
             return None
-        segment: Segment = parent.key
-        parent.key = None
-    else:
-        segment = parent.index
-        parent.index += 1
+        key, parent.key = str(parent.key), None
+        children = parent.trie.children
+        if key not in children and key.isdigit():
+            return children.get(int(key))  # `[7]` was read as an index: it is a key here
+        return children.get(key)
+    segment = parent.index
+    parent.index += 1
     return parent.trie.children.get(segment)
 
 

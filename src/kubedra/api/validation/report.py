@@ -82,12 +82,17 @@ class Report:
             if required:
                 self.required(path)
             return
+        self.valid(path, value, check)
+
+    def valid(self, path: Path, value: str, check: Callable[[str], str | None]) -> None:
+        """A value the check must accept, the empty string included."""
         detail = check(value)
         if detail:
             self.invalid(path, value, detail)
 
     def unique(self, path: Path, values: Iterable[str], field: str | None = None) -> None:
-        """Report each repeated value of a list (at its index, and `.field` when keyed)."""
+        """Report each repeated value of a list at its item (upstream's list-map rule), or
+        at the item's `field` (core/v1's rule for container and claim names)."""
         seen: set[str] = set()
         for i, value in enumerate(values):
             if value in seen:
