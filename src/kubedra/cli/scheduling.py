@@ -8,7 +8,7 @@ import time
 
 import click
 
-from kubedra.allocator import AllocatedState, Inventory, NodeInfo, RequestFunnel, allocate
+from kubedra.allocator import AllocatedState, Inventory, NodeInfo, allocate
 from kubedra.api.codec import plain
 from kubedra.api.core import Node, Pod
 from kubedra.api.loader import load
@@ -16,6 +16,7 @@ from kubedra.api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from kubedra.cli.context import Settings, fails_cleanly
 from kubedra.cli.output import table
 from kubedra.scheduler.explain import NodeGroup, explain_claims, pod_claims
+from kubedra.scheduler.funnels import format_funnel
 from kubedra.scheduler.policies import POLICIES, make_policy
 from kubedra.scheduler.scheduler import Scheduler
 from kubedra.scheduler.view import ClusterView
@@ -82,12 +83,6 @@ def format_groups(groups: list[NodeGroup], max_names: int = 3) -> str:
         for f in g.funnels:
             out.append("    " + format_funnel(f) + "\n")
     return "".join(out)
-
-
-def format_funnel(f: RequestFunnel) -> str:
-    stages = " -> ".join(f"{count} {stage}" for stage, count in f.rows())
-    need = f"need {f.wanted}" if f.mode == "ExactCount" else "need all"
-    return f"{f.request} ({need}): {stages}"
 
 
 @click.command()
