@@ -15,10 +15,11 @@ from kubedra.api.loader import load
 from kubedra.api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from kubedra.cli.context import Settings, fails_cleanly
 from kubedra.cli.output import table
+from kubedra.cluster.kubernetes import KubeStore
 from kubedra.scheduler.explain import NodeGroup, explain_claims, pod_claims
 from kubedra.scheduler.funnels import format_funnel
 from kubedra.scheduler.policies import POLICIES, make_policy
-from kubedra.scheduler.scheduler import Scheduler
+from kubedra.scheduler.scheduler import SCHEDULER_NAMES, Scheduler
 from kubedra.scheduler.view import ClusterView
 
 POLICY_CHOICE = click.Choice(sorted(POLICIES))
@@ -31,8 +32,17 @@ POLICY_CHOICE = click.Choice(sorted(POLICIES))
 @click.pass_obj
 @fails_cleanly
 def schedule(settings: Settings, policy: str, mode: str) -> None:
-    """Schedule pending pods (schedulerName kubedra or default-scheduler)."""
-    scheduler = Scheduler(settings.open_store(), policy, strict_cel=settings.strict)
+    """Schedule pending pods (schedulerName kubedra; on the embedded store also
+    default-scheduler, as no other scheduler runs there)."""
+    store = settings.open_store()
+    cluster = isinstance(store, KubeStore)  # kube-scheduler and the claim controller run there
+    scheduler = Scheduler(
+        store,
+        policy,
+        strict_cel=settings.strict,
+        scheduler_names=("kubedra",) if cluster else SCHEDULER_NAMES,
+        claim_controller=not cluster,
+    )
     while True:
         for o in scheduler.run_once():
             where = (

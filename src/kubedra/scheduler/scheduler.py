@@ -259,7 +259,7 @@ class Scheduler:
                     return plan
                 written = self.write_claims(plan)
         except (Conflict, NotFound):
-            return self._conflict(pod)
+            return self.conflict(pod)
         if not written.stage:
             written = self.bind(plan, written)
         return self.finish(plan, written)
@@ -834,7 +834,8 @@ class Scheduler:
         pod, not for whatever pod has its name by now."""
         return bind_pod(self.store, pod, node, patience=self.patience)
 
-    def _conflict(self, pod: Pod) -> Outcome:
+    def conflict(self, pod: Pod) -> Outcome:
+        """A write of the scheduling cycle raced another: back off, rebuild the views."""
         self._invalidate()
         self.queue.unschedulable(pod)
         return Outcome(_name(pod), None, "conflict: retried later", result="error")
