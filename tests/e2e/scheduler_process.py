@@ -15,7 +15,7 @@ from typing import Any
 from kubedra.api.coordination import Lease
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.devcluster.harness import DevCluster
-from kubedra.errors import NotFound
+from kubedra.errors import KubedraError, NotFound
 from tests.conftest import REPO
 
 FAST_LEASE = ("--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3",
@@ -107,8 +107,14 @@ def lease_holder(kube: KubeStore, name: str = "kubedra") -> str:
 
 
 def wait_for(what: str, check: Any, timeout: float = 120.0) -> None:
+    """Until `check()` is true; an API server that does not answer (restarting) is a no."""
     deadline = time.monotonic() + timeout
-    while not check():
+    while True:
+        try:
+            if check():
+                return
+        except KubedraError:
+            pass
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.25)
