@@ -114,7 +114,8 @@ def test_kube_schedulers_pods_are_its_own_and_their_node_is_left_to_it(
     create_all(gpus, [claim_pod(f"after{i}", "one", "kubedra") for i in range(2)])
     wait_for("2 pods bound", lambda: all(gpus.get(Pod, f"after{i}").spec.node_name for i in range(2)))
     assert {gpus.get(Pod, f"after{i}").spec.node_name for i in range(2)} == {"gpu-0000", "gpu-0001"} - {theirs}
-    assert f"node {theirs}: default-scheduler allocates devices here too" in kubedra.log.read_text()
+    assert f"node {theirs}: default-scheduler allocates devices here too; kubedra leaves" in (
+        kubedra.log.read_text())
     assert kubedra.metric("kubedra_scheduler_shared_nodes") == 1
     assert check_allocations(gpus) == []
 

@@ -14,7 +14,7 @@ from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
 from kubedra.cluster import SqliteStore
 from kubedra.cluster.events import Event
 from kubedra.scheduler.claims import generated_claim, with_claim_status
-from kubedra.scheduler.scheduler import Scheduler
+from kubedra.scheduler.scheduler import RACE_WINDOW_S, Scheduler
 from tests.scheduler.cluster import gpu_node, gpu_pod, gpu_template, new_store, user_claim
 from tests.scheduler.test_faults import WindowStore, deleted
 
@@ -132,3 +132,19 @@ def test_owned_nodes_only(store: SqliteStore) -> None:
     gpu_pod(store, "p", template="one")
     (outcome,) = Scheduler(store, node_selector="pool=kubedra").run_once()
     assert outcome.node == "n2"
+
+
+def test_a_node_where_another_schedulers_pending_pod_may_land_is_refused_for_a_while(
+    store: SqliteStore,
+) -> None:
+    now = [0.0]
+    gpu_pod(store, "theirs", template="one", schedulerName="default-scheduler",
+            nodeSelector={"kubernetes.io/hostname": "n1"})  # being placed by its scheduler
+    scheduler = Scheduler(store, scheduler_names=("kubedra",), clock=lambda: now[0])
+    gpu_pod(store, "mine", template="one", schedulerName="kubedra")
+    (outcome,) = scheduler.run_once()
+    assert outcome.node == "n2"  # n1 is where the other scheduler is about to allocate
+    now[0] += RACE_WINDOW_S  # its pod still pending after this long: not being placed now
+    gpu_pod(store, "later", template="one", schedulerName="kubedra")
+    (later,) = scheduler.run_once()
+    assert later.node == "n1"

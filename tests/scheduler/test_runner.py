@@ -89,7 +89,7 @@ def test_the_runner_schedules_serves_metrics_and_releases_its_lease(
     workload(store, 40)
     gpu_pod(store, "not-mine", template="one", schedulerName="other")
     gpu_pod(store, "too-big", template="nine-missing", schedulerName="kubedra")
-    config = RunConfig(metrics_port=0, claim_controller=True, **FAST_LEASE)
+    config = RunConfig(metrics_port=0, claim_controller=True, shared_nodes="warn", **FAST_LEASE)
     runner = SchedulerRunner(store, config, election_store=SqliteStore(store.path),
                              background=background)
     r = Running(runner)

@@ -38,7 +38,11 @@ def in_parallel(fn: Callable[[T], object], items: Iterable[T], threads: int = 8)
 
 
 def gpu_nodes(
-    store: Store, count: int, node_profile: str = "h100x8", prefix: str = ""
+    store: Store,
+    count: int,
+    node_profile: str = "h100x8",
+    prefix: str = "",
+    labels: dict[str, str] | None = None,
 ) -> list[str]:
     """`count` nodes of a catalog profile (8 GPUs for the default), created with their
     status (Ready, allocatable) and their slices published by the simulated driver."""
@@ -47,6 +51,11 @@ def gpu_nodes(
 
     def make(name: str) -> None:
         wanted = prof.node(name)
+        if labels:
+            meta = msgspec.structs.replace(
+                wanted.metadata, labels={**wanted.metadata.labels, **labels}
+            )
+            wanted = msgspec.structs.replace(wanted, metadata=meta)
         created = store.create(wanted)
         if created.status != wanted.status:
             store.update_status(msgspec.structs.replace(created, status=wanted.status))
@@ -101,6 +110,7 @@ def claim_pod(
     *,
     namespace: str = "default",
     node: str | None = None,
+    node_selector: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
 ) -> Pod:
     """A pod with one claim from `template`, for `scheduler`; pinned to `node` by its
@@ -116,8 +126,11 @@ def claim_pod(
             }
         ],
     }
+    selector = dict(node_selector or {})
     if node is not None:
-        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+        selector["kubernetes.io/hostname"] = node
+    if selector:
+        spec["nodeSelector"] = selector
     obj = decode_object(
         {
             "apiVersion": "v1",

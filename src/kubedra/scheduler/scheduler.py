@@ -212,6 +212,9 @@ class Scheduler:
         self._nodes_by_name: dict[str, Node] = {}
         self._classes: dict[str, DeviceClass] | None = None
         self._shared: dict[str, str] | None = None  # owned node -> another scheduler there
+        self._shared_until = 0.0  # when a pending pod of another scheduler ages out of it
+        # Pending pods of other schedulers with claims -> when they last changed (our clock).
+        self._others_pending: dict[Key, float] = {}
         self.shared_seen: set[str] = set()  # nodes ever reported shared (warned once each)
         self._static_fits: dict[bytes, list[str]] = {}
         # Claims signature -> nodes where those claims did not fit. Reserving devices only
@@ -396,6 +399,8 @@ class Scheduler:
             assert isinstance(obj, Pod)
             if self._is_pending(obj):
                 self.queue.add(obj)
+            elif (obj.spec.scheduler_name or "default-scheduler") not in self.names:
+                self._note_other(obj, False)
 
     def _note_change(self, obj: KubeObject, deleted: bool) -> bool:
         """Update derived state for one changed object; True if pending pods may now fit."""
@@ -412,9 +417,10 @@ class Scheduler:
             self._forget_infeasible()
         if isinstance(obj, Pod):
             ended = deleted or (obj.status is not None and obj.status.phase in ENDED_PHASES)
+            if (obj.spec.scheduler_name or "default-scheduler") not in self.names:
+                self._note_other(obj, deleted)
             if obj.spec.node_name:
                 self._usage = None  # a pending pod uses nothing on any node yet
-                self._shared = None  # a pod of another scheduler may hold devices here
                 if ended:
                     self._note_freed({obj.spec.node_name})  # its CPU and memory
             if not deleted and self._is_pending(obj):
@@ -424,6 +430,14 @@ class Scheduler:
                 self.queue.remove(pod_key(obj))
             return ended
         return isinstance(obj, WAKING_KINDS)
+
+    def _note_other(self, pod: Pod, deleted: bool) -> None:
+        """Another scheduler's pod changed: where that scheduler may allocate changed."""
+        self._shared = None
+        if not deleted and not pod.spec.node_name and pod.spec.resource_claims and _runs(pod):
+            self._others_pending[pod_key(pod)] = self.queue.clock()
+        else:
+            self._others_pending.pop(pod_key(pod), None)
 
     def _claim_arrived(self, claim: ResourceClaim) -> None:
         """Wake the pods parked until this claim existed (by name, or as its owner)."""
@@ -701,17 +715,7 @@ class Scheduler:
         """Nodes (of `only`, when given) that pass the non-DRA filters for a pod needing
         `needs`; the request-independent part is cached per `_node_constraints` until nodes
         change."""
-        static = self._static_fits.get(constraints)
-        if static is None:
-            bare = msgspec.structs.replace(
-                pod, spec=msgspec.structs.replace(pod.spec, containers=(), init_containers=())
-            )
-            static = []
-            for node in nodes.values():
-                fit = filter_node(bare, node, {})
-                if fit.fits:
-                    static.append(node.name)
-            self._static_fits[constraints] = static
+        static = self._static_nodes(pod, constraints)
         excluded = len(nodes) - len(static)
         if excluded:
             reasons["node(s) didn't match Pod's node affinity/selector or taints"] = excluded
@@ -727,6 +731,22 @@ class Scheduler:
             else:
                 reasons[fit.reason] = reasons.get(fit.reason, 0) + 1
         return fitting
+
+    def _static_nodes(self, pod: Pod, constraints: bytes) -> list[str]:
+        """The owned nodes a pod may go to by its node constraints alone (cached)."""
+        static = self._static_fits.get(constraints)
+        if static is None:
+            bare = msgspec.structs.replace(
+                pod, spec=msgspec.structs.replace(pod.spec, containers=(), init_containers=())
+            )
+            self.nodes()
+            static = [
+                node.name
+                for node in self._nodes_by_name.values()
+                if filter_node(bare, node, {}).fits
+            ]
+            self._static_fits[constraints] = static
+        return static
 
     def allocator_inputs(
         self, claims: Sequence[ResourceClaim], node: Node
@@ -984,23 +1004,27 @@ class Scheduler:
     # --- sharing nodes with another scheduler ---------------------------------------
 
     def shared_nodes(self) -> dict[str, str]:
-        """Owned nodes where devices are held by claims of pods another scheduler placed
-        (node -> that scheduler's name). Devices are no API objects, so two schedulers
-        allocating on one node can pick the same device; each new one is logged once."""
-        if self._shared is None:
-            pods = {p.metadata.uid: p for p in self._cache.of(Pod).values() if isinstance(p, Pod)}
-            placement = self.view().placement
-            shared: dict[str, str] = {}
-            for claim in self._claims():
-                for consumer in claim.status.reserved_for if claim.status else ():
-                    pod = pods.get(consumer.uid)
-                    other = (pod.spec.scheduler_name or "default-scheduler") if pod else ""
-                    if not other or other in self.names:
-                        continue
-                    for ref in _claim_refs(claim):
-                        where = placement.get(ref)
-                        if where is not None:
-                            shared[where.node] = other
+        """Owned nodes where another scheduler allocates devices (node -> its name): where
+        its pods hold devices, or where its pending pods with claims may land while it is
+        placing them (those that changed in the last RACE_WINDOW_S seconds: one its
+        scheduler left pending that long is not being placed now). Devices are no API
+        objects, so two schedulers allocating on one node can pick the same device; each
+        node found is logged once."""
+        now = self.queue.clock()
+        if self._shared is None or now >= self._shared_until:
+            pods = [p for p in self._cache.of(Pod).values() if isinstance(p, Pod)]
+            shared = self._held_by_others(pods)
+            self._others_pending = {
+                k: t for k, t in self._others_pending.items() if now - t < RACE_WINDOW_S
+            }
+            self._shared_until = min(self._others_pending.values(), default=now) + RACE_WINDOW_S
+            table = self._cache.of(Pod)
+            for k in self._others_pending:
+                pod = table.get(k)
+                if isinstance(pod, Pod):
+                    other = pod.spec.scheduler_name or "default-scheduler"
+                    for node in self._static_nodes(pod, _node_constraints(pod)):
+                        shared.setdefault(node, other)
             for node in sorted(set(shared) - self.shared_seen):
                 log.warning(
                     "node %s: %s allocates devices here too; %s",
@@ -1014,8 +1038,26 @@ class Scheduler:
             self._shared = shared
         return self._shared
 
+    def _held_by_others(self, pods: list[Pod]) -> dict[str, str]:
+        """Nodes where claims reserved for another scheduler's pods hold devices."""
+        by_uid = {p.metadata.uid: p for p in pods}
+        placement = self.view().placement
+        held: dict[str, str] = {}
+        for claim in self._claims():
+            for consumer in claim.status.reserved_for if claim.status else ():
+                pod = by_uid.get(consumer.uid)
+                other = (pod.spec.scheduler_name or "default-scheduler") if pod else ""
+                if not other or other in self.names:
+                    continue
+                for ref in _claim_refs(claim):
+                    where = placement.get(ref)
+                    if where is not None:
+                        held[where.node] = other
+        return held
+
 
 _FREED_LOG_LIMIT = 4096
+RACE_WINDOW_S = 30.0  # another scheduler places a pending pod within this, or has not yet
 
 
 def _nowhere(total: int, reasons: dict[str, int]) -> str:
