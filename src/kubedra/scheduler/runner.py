@@ -25,6 +25,7 @@ import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from kubedra.api.resource import ResourceClaimTemplate
 from kubedra.cluster.events import Recorder, recorder_for
 from kubedra.cluster.leader import (
     LEASE_DURATION_S,
@@ -90,8 +91,10 @@ class SchedulerRunner:
         if background is None:
             background = not callable(getattr(store, "transaction", None))
         self.inline = not background
+        # Templates only matter to whoever generates claims from them.
+        kinds = [k for k in FEED_KINDS if config.claim_controller or k is not ResourceClaimTemplate]
         self.feed: Feed = (
-            LogFeed(store, FEED_KINDS) if self.inline else WatchFeed(store, FEED_KINDS, self.wake)
+            LogFeed(store, kinds) if self.inline else WatchFeed(store, kinds, self.wake)
         )
         self.metrics = SchedulerMetrics(config.scheduler_name)
         client = getattr(store, "client", None)
