@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +128,25 @@ def test_reservations_and_bindings(store: SqliteStore, case: str, expected: str)
     else:
         allocate_by_hand(store, "c", on_n1, pod="p", node="n2")
     assert expected in check_allocations(store)
+
+
+def test_the_check_command_says_valid_or_lists_each_problem(store: SqliteStore) -> None:
+    def check() -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "KUBEDRA_STORE": str(store.path)}
+        env.pop("KUBECONFIG", None)
+        return subprocess.run([sys.executable, "-m", "kubedra", "scheduler", "check"],
+                              capture_output=True, text=True, env=env, timeout=120)
+
+    gpu_template(store, "one", 1)
+    gpu_pod(store, "p", template="one")
+    Scheduler(store).run_once()
+    ok = check()
+    assert (ok.returncode, ok.stdout) == (0, "every allocation is valid\n")
+    for name in ("a", "b"):
+        user_claim(store, name)
+        gpu_pod(store, name, claim=name)
+        allocate_by_hand(store, name, results("n2/gpu-3"), pod=name, node="n2")
+    bad = check()
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert bad.stdout == "device gpu.nvidia.com/n2/gpu-3 is allocated to 2 claims\n"
+    assert bad.stderr == "1 problem(s)\n"
