@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -9,12 +10,14 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kubedra.api.coordination import Lease
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.devcluster.harness import DevCluster
+from kubedra.devcluster.workload import gpu_class
 from kubedra.errors import KubedraError, NotFound
 from tests.conftest import REPO
 
@@ -97,6 +100,17 @@ class KubedraScheduler:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def gpu_store(cluster: DevCluster) -> Iterator[KubeStore]:
+    """An admin store on the cluster, with the workload's GPU DeviceClass created."""
+    store = cluster.store()
+    store.create(gpu_class())
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def lease_holder(kube: KubeStore, name: str = "kubedra") -> str:

@@ -24,9 +24,9 @@ from kubedra.api.codec import decode_object
 from kubedra.api.core import Pod
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.devcluster.harness import DevCluster
-from kubedra.devcluster.workload import claim_pod, create_all, gpu_class, gpu_nodes, gpu_template
+from kubedra.devcluster.workload import claim_pod, create_all, gpu_nodes, gpu_template
 from kubedra.scheduler.verify import check_allocations
-from tests.e2e.scheduler_process import KubedraScheduler
+from tests.e2e.scheduler_process import KubedraScheduler, gpu_store
 
 PODS = 120  # per scheduler and set-up
 NODES = 20  # x 8 GPUs: 160 GPUs for 240 pods, so both compete for the last ones
@@ -34,10 +34,8 @@ NODES = 20  # x 8 GPUs: 160 GPUs for 240 pods, so both compete for the last ones
 
 @pytest.fixture(scope="module")
 def kube(cluster: DevCluster) -> Iterator[KubeStore]:
-    store = cluster.store()
-    store.create(gpu_class())
-    yield store
-    store.close()
+    with gpu_store(cluster) as store:
+        yield store
 
 
 def burst(cluster: DevCluster, kube: KubeStore, tmp_path: Path, setup: str, *kubedra_args: str,

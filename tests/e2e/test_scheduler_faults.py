@@ -29,23 +29,26 @@ from kubedra.devcluster.harness import DevCluster
 from kubedra.devcluster.workload import (
     claim_pod,
     create_all,
-    gpu_class,
     gpu_nodes,
     gpu_template,
 )
 from kubedra.errors import NotFound
 from kubedra.scheduler.verify import check_allocations
-from tests.e2e.scheduler_process import FAST_LEASE, KubedraScheduler, lease_holder, wait_for
+from tests.e2e.scheduler_process import (
+    FAST_LEASE,
+    KubedraScheduler,
+    gpu_store,
+    lease_holder,
+    wait_for,
+)
 
 BURST = int(os.environ.get("KUBEDRA_E2E_BURST", "500"))
 
 
 @pytest.fixture(scope="module")
 def kube(cluster: DevCluster) -> Iterator[KubeStore]:
-    store = cluster.store()
-    store.create(gpu_class())
-    yield store
-    store.close()
+    with gpu_store(cluster) as store:
+        yield store
 
 
 def namespace(kube: KubeStore, name: str) -> str:

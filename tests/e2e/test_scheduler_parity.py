@@ -29,11 +29,11 @@ from kubedra.api.meta import KubeObject
 from kubedra.api.resource import ResourceClaim
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.devcluster.harness import DevCluster
-from kubedra.devcluster.workload import gpu_class, gpu_nodes
+from kubedra.devcluster.workload import gpu_nodes
 from kubedra.errors import AlreadyExists
 from tests.conftest import REPO
 from tests.e2e.conftest import run_kubedra
-from tests.e2e.scheduler_process import KubedraScheduler, wait_for
+from tests.e2e.scheduler_process import KubedraScheduler, gpu_store, wait_for
 
 SHAPES = """
 apiVersion: resource.k8s.io/v1
@@ -114,12 +114,10 @@ RUNS = {"kube": "default-scheduler", "kubedra": "kubedra"}
 @pytest.fixture(scope="module")
 def kube(cluster: DevCluster, tmp_path_factory: pytest.TempPathFactory
          ) -> Iterator[KubeStore]:
-    store = cluster.store()
-    store.create(gpu_class())
-    with KubedraScheduler(cluster, tmp_path_factory.mktemp("parity") / "kubedra.log",
-                          "--no-leader-elect"):
+    with gpu_store(cluster) as store, KubedraScheduler(
+        cluster, tmp_path_factory.mktemp("parity") / "kubedra.log", "--no-leader-elect"
+    ):
         yield store
-    store.close()
 
 
 def scenario_objects(cluster: DevCluster, example: str | None) -> list[KubeObject]:

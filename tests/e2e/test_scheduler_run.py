@@ -19,22 +19,20 @@ from kubedra.api.core import Pod
 from kubedra.api.resource import ResourceClaim
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.devcluster.harness import DevCluster
-from kubedra.devcluster.workload import claim_pod, create_all, gpu_class, gpu_nodes, gpu_template
+from kubedra.devcluster.workload import claim_pod, create_all, gpu_nodes, gpu_template
 from kubedra.scheduler.binding import FINALIZER
 from kubedra.scheduler.claims import POD_CLAIM_NAME_ANNOTATION
 from kubedra.scheduler.verify import check_allocations
-from tests.e2e.scheduler_process import KubedraScheduler, lease_holder, wait_for
+from tests.e2e.scheduler_process import KubedraScheduler, gpu_store, lease_holder, wait_for
 
 
 @pytest.fixture(scope="module")
 def gpus(cluster: DevCluster) -> Iterator[KubeStore]:
-    store = cluster.store()
-    gpu_nodes(store, 2, prefix="gpu")
-    store.create(gpu_class())
-    store.create(gpu_template("one", 1))
-    store.create(gpu_template("nine", 9))
-    yield store
-    store.close()
+    with gpu_store(cluster) as store:
+        gpu_nodes(store, 2, prefix="gpu")
+        store.create(gpu_template("one", 1))
+        store.create(gpu_template("nine", 9))
+        yield store
 
 
 @pytest.fixture(scope="module")

@@ -65,6 +65,17 @@ class LostAnswers(SqliteStore):
 
 
 @pytest.fixture
+def lossy(tmp_path: Path) -> LostAnswers:
+    """The same small cluster in a store that can lose answers."""
+    store = LostAnswers(tmp_path / "state.db")
+    new_store(tmp_path)  # the class, in the same file
+    gpu_node(store, "n1", gpus=2)
+    user_claim(store, "c")
+    gpu_pod(store, "p", claim="c")
+    return store
+
+
+@pytest.fixture
 def store(tmp_path: Path) -> SqliteStore:
     store = new_store(tmp_path)
     gpu_node(store, "n1", gpus=2)
@@ -120,12 +131,8 @@ def test_reusing_an_allocation_that_changed_meanwhile_is_refused(store: SqliteSt
     Unreachable("connection reset"),
     ClusterError("503 ServiceUnavailable"),
 ])
-def test_an_unanswered_status_write_is_read_back_not_repeated(tmp_path: Path, error: ClusterError) -> None:
-    store = LostAnswers(tmp_path / "state.db")
-    new_store(tmp_path)  # the class (same file)
-    gpu_node(store, "n1", gpus=2)
-    user_claim(store, "c")
-    gpu_pod(store, "p", claim="c")
+def test_an_unanswered_status_write_is_read_back_not_repeated(lossy: LostAnswers, error: ClusterError) -> None:
+    store = lossy
     if isinstance(error, ClusterError) and not isinstance(error, Unreachable):
         error.status = 503
     store.error, store.lose = error, {"status"}
@@ -135,12 +142,8 @@ def test_an_unanswered_status_write_is_read_back_not_repeated(tmp_path: Path, er
     assert store.get(ResourceClaim, "c").status == written.status
 
 
-def test_a_definite_error_is_not_retried(tmp_path: Path) -> None:
-    store = LostAnswers(tmp_path / "state.db")
-    new_store(tmp_path)
-    gpu_node(store, "n1", gpus=2)
-    user_claim(store, "c")
-    gpu_pod(store, "p", claim="c")
+def test_a_definite_error_is_not_retried(lossy: LostAnswers) -> None:
+    store = lossy
     refused = ClusterError("400 BadRequest")
     refused.status = 400
     store.error, store.lose = refused, {"status"}
@@ -150,22 +153,15 @@ def test_a_definite_error_is_not_retried(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("commit", [True, False])
-def test_an_unanswered_binding_is_read_back(tmp_path: Path, commit: bool) -> None:
-    store = LostAnswers(tmp_path / "state.db")
-    new_store(tmp_path)
-    gpu_node(store, "n1", gpus=2)
-    user_claim(store, "c")
-    gpu_pod(store, "p", claim="c")
+def test_an_unanswered_binding_is_read_back(lossy: LostAnswers, commit: bool) -> None:
+    store = lossy
     store.lose, store.commit = {"bind"}, commit
     bound = bind_pod(store, store.get(Pod, "p"), "n1")  # done, or done on the second try
     assert bound is not None and bound.spec.node_name == "n1"
 
 
-def test_an_unanswered_binding_of_a_pod_bound_elsewhere_meanwhile_is_refused(tmp_path: Path) -> None:
-    store = LostAnswers(tmp_path / "state.db")
-    new_store(tmp_path)
-    gpu_node(store, "n1", gpus=2)
-    user_claim(store, "c")
+def test_an_unanswered_binding_of_a_pod_bound_elsewhere_meanwhile_is_refused(lossy: LostAnswers) -> None:
+    store = lossy
     gpu_pod(store, "q", claim="c")
     q = store.get(Pod, "q")
     store.lose, store.commit = {"bind"}, False

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from kubedra.cluster import SqliteStore
 from kubedra.scheduler.runner import LOST_LEASE, STOPPED, RunConfig, SchedulerRunner
 from kubedra.scheduler.verify import check_allocations
 from tests.conftest import REPO
+from tests.e2e.scheduler_process import wait_for
 from tests.scheduler.cluster import gpu_node, gpu_pod, gpu_template, new_store
 
 FAST_LEASE = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.2}
@@ -38,14 +38,6 @@ def workload(store: SqliteStore, pods: int, nodes: int = 8, scheduler: str = "ku
 
 def bound(store: SqliteStore) -> list[Pod]:
     return [p for p in store.list(Pod) if p.spec.node_name]
-
-
-def wait_for(what: str, check: object, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class Running:

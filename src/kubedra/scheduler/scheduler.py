@@ -355,8 +355,8 @@ class Scheduler:
         self._invalidate()  # the devices, CPU and memory assumed are given back
         assert written.error is not None
         if written.stage == "binding":
-            return self._unreserve(pod, written.claims, node, written.error)
-        self._drop_reservations(pod, written.claims)
+            return self._unreserve(pod, plan.claims, node, written.error)
+        self._drop_reservations(pod, plan.claims)
         self.queue.unschedulable(pod)
         if isinstance(written.error, (Conflict, NotFound)):
             return Outcome(_name(pod), None, "conflict: retried later", result="error")
