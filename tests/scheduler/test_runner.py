@@ -3,11 +3,14 @@ election between real processes, and the background binding used on clusters."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +21,9 @@ import pytest
 from kubedra.api.coordination import Lease
 from kubedra.api.core import Pod
 from kubedra.cluster import SqliteStore
+from kubedra.cluster.kubeconfig import load_config
+from kubedra.cluster.kubernetes import KubeStore
+from kubedra.cluster.rest import ApiClient
 from kubedra.scheduler.runner import LOST_LEASE, STOPPED, RunConfig, SchedulerRunner
 from kubedra.scheduler.verify import check_allocations
 from tests.conftest import REPO
@@ -157,3 +163,26 @@ def _holder(store: SqliteStore) -> str:
         return store.get(Lease, "kubedra", "kube-system").spec.holder_identity or ""
     except Exception:
         return ""
+
+
+def test_a_stop_while_the_api_server_does_not_answer_ends_the_run(tmp_path: Path) -> None:
+    """The caches cannot be filled (nothing listens): SIGTERM still ends the run at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # free, and nothing listens once closed
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}",
+                                               "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }))
+    store = KubeStore(ApiClient(load_config(str(kubeconfig))))
+    runner = SchedulerRunner(store, RunConfig(leader_elect=False, metrics_port=0))
+    r = Running(runner)
+    time.sleep(1.0)
+    assert runner.port is not None and get(runner.port, "/readyz")[0] == 503
+    started = time.monotonic()
+    assert r.end() == STOPPED
+    assert time.monotonic() - started < 5

@@ -20,6 +20,7 @@ from typing import Protocol
 
 from kubedra.api.meta import KubeObject
 from kubedra.cluster.reflector import Reflector
+from kubedra.cluster.rest import ClusterError
 from kubedra.cluster.store import EventType, Store, WatchEvent
 from kubedra.scheduler.cache import rv_of
 
@@ -133,6 +134,9 @@ class WatchFeed:
                 for event in reflector.events(self._stop, idle=self.idle):
                     self._inbox.put(event)
                     self.wake.set()
+            except ClusterError as err:  # the first listing: the server away or refusing
+                log.warning("%s: %s (retrying)", reflector.cls.KIND, err)
+                self._stop.wait(RESTART_DELAY_S)
             except Exception:
                 log.exception("%s feed failed; going on", reflector.cls.KIND)
                 self._stop.wait(RESTART_DELAY_S)

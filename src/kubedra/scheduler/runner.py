@@ -35,7 +35,7 @@ from kubedra.cluster.leader import (
 )
 from kubedra.cluster.store import Store
 from kubedra.errors import Conflict, NotFound
-from kubedra.scheduler.feed import Feed, LogFeed, WatchFeed
+from kubedra.scheduler.feed import Feed, FeedStopped, LogFeed, WatchFeed
 from kubedra.scheduler.metrics import SchedulerMetrics
 from kubedra.scheduler.scheduler import FEED_KINDS, Outcome, Plan, Scheduler, Written
 
@@ -164,6 +164,8 @@ class SchedulerRunner:
             ).start()
         if not self.inline:
             self.scheduler.io = self.pool.submit
+        # A stop during the first listing (an API server that does not answer) ends it too.
+        threading.Thread(target=self._close_feed_on, args=(stop,), daemon=True).start()
         led = False
         try:
             while not stop.is_set():
@@ -180,6 +182,8 @@ class SchedulerRunner:
                 self.wake.wait(self._idle())
                 self.wake.clear()
             self._drain()
+            return STOPPED
+        except FeedStopped:
             return STOPPED
         finally:
             election.set()
@@ -265,6 +269,10 @@ class SchedulerRunner:
         if due is None:
             return IDLE_S
         return max(0.0, min(IDLE_S, due - self.scheduler.queue.clock()))
+
+    def _close_feed_on(self, stop: threading.Event) -> None:
+        stop.wait()
+        self.feed.close()
 
     def _lease_changed(self, leading: bool) -> None:
         self.wake.set()
