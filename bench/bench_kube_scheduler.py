@@ -133,7 +133,7 @@ def measure(scheduler: str, nodes: int, pods: int) -> Result:
             clock = BindingClock(store)
             started = time.monotonic()
             process, pid = start(cluster, scheduler, folder)
-            clock.wait(pods, timeout=max(600.0, pods / 2.0))
+            clock.wait(pods, timeout=max(600.0, pods / 2.0), stalled=max(120.0, pods / 20))
             cpu = cpu_seconds(pid)
             stop(process)
             clock.close()
