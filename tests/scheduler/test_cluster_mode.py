@@ -14,7 +14,8 @@ from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
 from kubedra.cluster import SqliteStore
 from kubedra.cluster.events import Event
 from kubedra.scheduler.claims import generated_claim, with_claim_status
-from kubedra.scheduler.scheduler import RACE_WINDOW_S, Scheduler
+from kubedra.scheduler.scheduler import Scheduler
+from kubedra.scheduler.sharing import RACE_WINDOW_S
 from tests.scheduler.cluster import gpu_node, gpu_pod, gpu_template, new_store, user_claim
 from tests.scheduler.test_faults import WindowStore, deleted
 

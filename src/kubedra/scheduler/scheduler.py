@@ -86,6 +86,7 @@ from kubedra.scheduler.nodes import add_requests, filter_node, pod_requests
 from kubedra.scheduler.policies import Candidate, Policy, make_policy
 from kubedra.scheduler.policies.base import refs_of
 from kubedra.scheduler.queue import SchedulingQueue, pod_key
+from kubedra.scheduler.sharing import OtherSchedulers
 from kubedra.scheduler.view import ClusterView
 
 log = logging.getLogger(__name__)
@@ -190,16 +191,15 @@ class Scheduler:
         self.strict_cel = strict_cel
         self.feed: Feed = feed or LogFeed(store, FEED_KINDS)
         self.claim_controller = claim_controller
+        self.queue = SchedulingQueue(clock=clock)
         self._owned = parse_label_selector(node_selector) if node_selector else None
         if shared_nodes not in ("refuse", "warn"):
             raise ValueError(f"shared_nodes must be refuse or warn, not {shared_nodes!r}")
-        self.refuse_shared = shared_nodes == "refuse"
         self.recorder: Recorder = recorder or LogRecorder()
         self.patience = patience
         # Runs a write that nothing waits for (a PodScheduled condition): inline by default,
         # a background pool when the runner sets one.
         self.io: Callable[[Callable[[], object]], object] = lambda fn: fn()
-        self.queue = SchedulingQueue(clock=clock)
         self._cache = ObjectCache()
         self._inventory: Inventory | None = None
         self._view: ClusterView | None = None
@@ -211,11 +211,7 @@ class Scheduler:
         self._nodes: list[Node] | None = None
         self._nodes_by_name: dict[str, Node] = {}
         self._classes: dict[str, DeviceClass] | None = None
-        self._shared: dict[str, str] | None = None  # owned node -> another scheduler there
-        self._shared_until = 0.0  # when a pending pod of another scheduler ages out of it
-        # Pending pods of other schedulers with claims -> when they last changed (our clock).
-        self._others_pending: dict[Key, float] = {}
-        self.shared_seen: set[str] = set()  # nodes ever reported shared (warned once each)
+        self.others = OtherSchedulers(self.names, self.queue.clock, shared_nodes == "refuse")
         self._static_fits: dict[bytes, list[str]] = {}
         # Claims signature -> nodes where those claims did not fit. Reserving devices only
         # removes options, so such a node stays infeasible until something is freed or
@@ -399,8 +395,8 @@ class Scheduler:
             assert isinstance(obj, Pod)
             if self._is_pending(obj):
                 self.queue.add(obj)
-            elif (obj.spec.scheduler_name or "default-scheduler") not in self.names:
-                self._note_other(obj, False)
+            elif not self.others.mine(obj):
+                self.others.changed(obj, _runs(obj))
 
     def _note_change(self, obj: KubeObject, deleted: bool) -> bool:
         """Update derived state for one changed object; True if pending pods may now fit."""
@@ -410,15 +406,16 @@ class Scheduler:
             self._forget_infeasible()
         if isinstance(obj, ResourceClaim):
             self._allocated = None
-            self._view = self._shared = None
+            self._view = None
+            self.others.changed()
             self._forget_infeasible()
         if isinstance(obj, DeviceClass):
             self._classes = None
             self._forget_infeasible()
         if isinstance(obj, Pod):
             ended = deleted or (obj.status is not None and obj.status.phase in ENDED_PHASES)
-            if (obj.spec.scheduler_name or "default-scheduler") not in self.names:
-                self._note_other(obj, deleted)
+            if not self.others.mine(obj):
+                self.others.changed(obj, not deleted and _runs(obj))
             if obj.spec.node_name:
                 self._usage = None  # a pending pod uses nothing on any node yet
                 if ended:
@@ -431,14 +428,6 @@ class Scheduler:
             return ended
         return isinstance(obj, WAKING_KINDS)
 
-    def _note_other(self, pod: Pod, deleted: bool) -> None:
-        """Another scheduler's pod changed: where that scheduler may allocate changed."""
-        self._shared = None
-        if not deleted and not pod.spec.node_name and pod.spec.resource_claims and _runs(pod):
-            self._others_pending[pod_key(pod)] = self.queue.clock()
-        else:
-            self._others_pending.pop(pod_key(pod), None)
-
     def _claim_arrived(self, claim: ResourceClaim) -> None:
         """Wake the pods parked until this claim existed (by name, or as its owner)."""
         k = key_of(claim)
@@ -450,7 +439,8 @@ class Scheduler:
 
     def _invalidate(self) -> None:
         self._inventory = self._view = self._allocated = None
-        self._usage = self._classes = self._nodes = self._shared = None
+        self._usage = self._classes = self._nodes = None
+        self.others.changed()
         self._static_fits.clear()
         self._forget_infeasible()
 
@@ -695,7 +685,7 @@ class Scheduler:
     def _unshared(self, fitting: list[str], reasons: dict[str, int]) -> list[str]:
         """The nodes left to a pod with claims when this scheduler refuses nodes shared with
         another scheduler (devices are not API objects: two schedulers can pick the same)."""
-        shared = self.shared_nodes() if self.refuse_shared else {}
+        shared = self.shared_nodes() if self.others.refuse else {}
         if not shared:
             return fitting
         kept = [n for n in fitting if n not in shared]
@@ -1004,60 +994,23 @@ class Scheduler:
     # --- sharing nodes with another scheduler ---------------------------------------
 
     def shared_nodes(self) -> dict[str, str]:
-        """Owned nodes where another scheduler allocates devices (node -> its name): where
-        its pods hold devices, or where its pending pods with claims may land while it is
-        placing them (those that changed in the last RACE_WINDOW_S seconds: one its
-        scheduler left pending that long is not being placed now). Devices are no API
-        objects, so two schedulers allocating on one node can pick the same device; each
-        node found is logged once."""
-        now = self.queue.clock()
-        if self._shared is None or now >= self._shared_until:
-            pods = [p for p in self._cache.of(Pod).values() if isinstance(p, Pod)]
-            shared = self._held_by_others(pods)
-            self._others_pending = {
-                k: t for k, t in self._others_pending.items() if now - t < RACE_WINDOW_S
-            }
-            self._shared_until = min(self._others_pending.values(), default=now) + RACE_WINDOW_S
-            table = self._cache.of(Pod)
-            for k in self._others_pending:
-                pod = table.get(k)
-                if isinstance(pod, Pod):
-                    other = pod.spec.scheduler_name or "default-scheduler"
-                    for node in self._static_nodes(pod, _node_constraints(pod)):
-                        shared.setdefault(node, other)
-            for node in sorted(set(shared) - self.shared_seen):
-                log.warning(
-                    "node %s: %s allocates devices here too; %s",
-                    node,
-                    shared[node],
-                    "kubedra leaves its devices alone (it would race)"
-                    if self.refuse_shared
-                    else "two schedulers may pick the same device (--shared-nodes=warn)",
-                )
-            self.shared_seen |= set(shared)
-            self._shared = shared
-        return self._shared
-
-    def _held_by_others(self, pods: list[Pod]) -> dict[str, str]:
-        """Nodes where claims reserved for another scheduler's pods hold devices."""
-        by_uid = {p.metadata.uid: p for p in pods}
+        """Owned nodes where another scheduler allocates devices (`sharing.py`)."""
         placement = self.view().placement
-        held: dict[str, str] = {}
-        for claim in self._claims():
-            for consumer in claim.status.reserved_for if claim.status else ():
-                pod = by_uid.get(consumer.uid)
-                other = (pod.spec.scheduler_name or "default-scheduler") if pod else ""
-                if not other or other in self.names:
-                    continue
-                for ref in _claim_refs(claim):
-                    where = placement.get(ref)
-                    if where is not None:
-                        held[where.node] = other
-        return held
+
+        def node_of(ref: DeviceRef) -> str | None:
+            where = placement.get(ref)
+            return where.node if where is not None else None
+
+        pods = {k: p for k, p in self._cache.of(Pod).items() if isinstance(p, Pod)}
+        return self.others.nodes(
+            pods,
+            self._claims(),
+            node_of,
+            lambda pod: self._static_nodes(pod, _node_constraints(pod)),
+        )
 
 
 _FREED_LOG_LIMIT = 4096
-RACE_WINDOW_S = 30.0  # another scheduler places a pending pod within this, or has not yet
 
 
 def _nowhere(total: int, reasons: dict[str, int]) -> str:
