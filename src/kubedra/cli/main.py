@@ -16,6 +16,7 @@ from kubedra.cli.devcluster import dev_cluster
 from kubedra.cli.driver import driver
 from kubedra.cli.lint import run_lint
 from kubedra.cli.resources import delete, describe, get
+from kubedra.cli.scheduler import scheduler
 from kubedra.cli.scheduling import allocate_command, devices, explain, schedule
 from kubedra.cli.sim import sim
 from kubedra.cli.store import store
@@ -107,6 +108,7 @@ for command in (
     describe,
     delete,
     schedule,
+    scheduler,
     explain,
     devices,
     allocate_command,

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from kubedra.allocator import AllocatedState, Inventory, NodeInfo, RequestFunnel, allocate
+from kubedra.allocator import AllocatedState, Inventory, NodeInfo, allocate
 from kubedra.api.codec import plain
 from kubedra.api.core import Node, Pod
 from kubedra.api.meta import KubeObject
@@ -21,10 +21,12 @@ from kubedra.cli.complete import node_names, object_names
 from kubedra.cli.context import Settings, fails_cleanly
 from kubedra.cli.lint import checked_load
 from kubedra.cli.output import table
+from kubedra.cluster.kubernetes import KubeStore
 from kubedra.cluster.store import DEFAULT_NAMESPACE, Store
 from kubedra.scheduler.explain import NodeGroup, explain_claims, pod_claims
+from kubedra.scheduler.funnels import format_funnel
 from kubedra.scheduler.policies import POLICIES, make_policy
-from kubedra.scheduler.scheduler import Scheduler
+from kubedra.scheduler.scheduler import SCHEDULER_NAMES, Scheduler
 from kubedra.scheduler.view import ClusterView
 
 POLICY_CHOICE = click.Choice(sorted(POLICIES))
@@ -37,8 +39,17 @@ POLICY_CHOICE = click.Choice(sorted(POLICIES))
 @click.pass_obj
 @fails_cleanly
 def schedule(settings: Settings, policy: str, mode: str) -> None:
-    """Schedule pending pods (schedulerName kubedra or default-scheduler)."""
-    scheduler = Scheduler(settings.open_store(), policy, strict_cel=settings.strict)
+    """Schedule pending pods (schedulerName kubedra; on the embedded store also
+    default-scheduler, as no other scheduler runs there)."""
+    store = settings.open_store()
+    cluster = isinstance(store, KubeStore)  # kube-scheduler and the claim controller run there
+    scheduler = Scheduler(
+        store,
+        policy,
+        strict_cel=settings.strict,
+        scheduler_names=("kubedra",) if cluster else SCHEDULER_NAMES,
+        claim_controller=not cluster,
+    )
     while True:
         for o in scheduler.run_once():
             where = (
@@ -99,12 +110,6 @@ def format_groups(groups: list[NodeGroup], max_names: int = 3) -> str:
         for f in g.funnels:
             out.append("    " + format_funnel(f) + "\n")
     return "".join(out)
-
-
-def format_funnel(f: RequestFunnel) -> str:
-    stages = " -> ".join(f"{count} {stage}" for stage, count in f.rows())
-    need = f"need {f.wanted}" if f.mode == "ExactCount" else "need all"
-    return f"{f.request} ({need}): {stages}"
 
 
 @click.command()
