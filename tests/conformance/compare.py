@@ -1,0 +1,143 @@
+"""Comparing kubedra's answer with upstream's, and naming every difference.
+
+Results must be equal device for device (share IDs aside, which upstream draws at random:
+only their presence is compared). A fatal error must be the same error: the same kind
+(a CEL runtime error, a node selection failure, ...) about the same objects (claim,
+request, class, selector, device, slice). The words may differ where upstream prints Go
+struct dumps; how often they are identical is reported separately.
+
+A difference that is neither is a mismatch. Mismatches kubedra makes on purpose are named
+by `DELIBERATE` rules, each with a test pinning both behaviours; anything else is
+unexplained and fails the run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tests.conformance.scenario import Outcome, Scenario
+
+# (kind, pattern): the first pattern found in a message names the error's kind.
+ERROR_KINDS: tuple[tuple[str, str], ...] = (
+    ("cel-runtime", r"CEL runtime error"),
+    ("cel-compile", r"CEL compile error"),
+    ("node-selection", r"failed to perform node selection|failed to parse node selector"),
+    ("all-devices-incomplete", r"asks for all devices, but resource pool \S+ is currently "
+                               r"being updated"),
+    ("all-devices-invalid", r"asks for all devices, but resource pool \S+ is currently invalid"),
+    ("constraint-all", r"because a claim constraint would not be satisfied"),
+    ("claim-limit", r"exceeds the claim limit"),
+    ("feature-disabled", r"feature is disabled"),
+    ("missing-class", r"could not retrieve device class|device class \S+ not found"),
+    ("capacity", r"capacity request cannot be represented|capacity value is negative"),
+    ("node-selector-terms", r"unsupported ResourceSlice.NodeSelector"),
+)  # fmt: skip
+
+# Names of the objects an error is about: claim, request, class, selector, device, slice.
+_SUBJECTS = re.compile(
+    r"(claim \S+?)[,:]|(request \S+?)[,:]|(class \S+?)[:,]|(selector #\d+)|"
+    r"(device [\w.-]+/[\w.-]+/[\w.-]+)|(slice [\w.-]+)|Name:(dev-\d+)"
+)
+
+
+def error_kind(message: str) -> str:
+    for kind, pattern in ERROR_KINDS:
+        if re.search(pattern, message):
+            return kind
+    return "other: " + message
+
+
+def error_subjects(message: str) -> frozenset[str]:
+    subjects = set()
+    for match in _SUBJECTS.finditer(message):
+        text = next(g for g in match.groups() if g)
+        if text.startswith("dev-"):  # upstream prints a device as a Go struct
+            text = f"device {text}"
+        elif text.startswith("device "):
+            text = "device " + text.rsplit("/", 1)[-1]
+        subjects.add(text)
+    return frozenset(subjects)
+
+
+def same_error(ours: str, theirs: str) -> bool:
+    if error_kind(ours) != error_kind(theirs):
+        return False
+    if error_kind(ours) == "node-selection":
+        # Upstream names a device by a struct dump, kubedra by its ID: compare devices
+        # by name and the slice when both name one.
+        return error_subjects(ours) & error_subjects(theirs) != frozenset() or not (
+            error_subjects(ours) and error_subjects(theirs)
+        )
+    return error_subjects(ours) == error_subjects(theirs)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """`match` (equal), `deliberate` (a named, tested difference) or `unexplained`."""
+
+    status: str
+    why: str = ""
+    same_words: bool = True
+
+
+@dataclass(frozen=True)
+class Deliberate:
+    name: str
+    applies: Callable[[Scenario, Outcome, Outcome], bool]
+
+
+# kubedra's deliberate differences from upstream 1.37, each pinned by a regular test.
+DELIBERATE: tuple[Deliberate, ...] = ()
+
+
+def judge(scenario: Scenario, ours: Outcome, theirs: Outcome) -> Verdict:
+    if ours.kind == theirs.kind:
+        if ours.kind == "error":
+            if same_error(ours.message, theirs.message):
+                return Verdict("match", same_words=ours.message == theirs.message)
+        elif ours.kind == "unsatisfiable" or ours.results == theirs.results:
+            return Verdict("match")
+    for rule in DELIBERATE:
+        if rule.applies(scenario, ours, theirs):
+            return Verdict("deliberate", rule.name)
+    return Verdict("unexplained", describe(ours, theirs))
+
+
+def describe(ours: Outcome, theirs: Outcome) -> str:
+    def one(o: Outcome) -> str:
+        if o.kind == "allocated":
+            return "allocated " + str([_picks(r) for r in o.results])
+        return f"{o.kind} {o.message}".strip()
+
+    text = f"kubedra: {one(ours)}\nupstream: {one(theirs)}"
+    if ours.kind == theirs.kind == "allocated":
+        text += "".join(f"\n  {line}" for line in differences(ours.results, theirs.results))
+    return text
+
+
+def differences(ours: object, theirs: object, path: str = "") -> list[str]:
+    """Where two JSON values differ, as `path: ours != theirs` lines."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        return [
+            line
+            for key in sorted(ours.keys() | theirs.keys())
+            for line in differences(ours.get(key), theirs.get(key), f"{path}.{key}")
+        ]
+    if isinstance(ours, list | tuple) and isinstance(theirs, list | tuple) and len(ours) == len(
+        theirs
+    ):
+        return [
+            line
+            for i, (a, b) in enumerate(zip(ours, theirs, strict=True))
+            for line in differences(a, b, f"{path}[{i}]")
+        ]
+    return [] if ours == theirs else [f"{path or '.'}: {ours!r} != {theirs!r}"]
+
+
+def _picks(result: dict[str, object]) -> object:
+    devices = result.get("devices", {})
+    assert isinstance(devices, dict)
+    return [f"{r['request']}={r['driver']}/{r['pool']}/{r['device']}" for r in
+            devices.get("results", ())] or result  # fmt: skip

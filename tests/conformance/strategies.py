@@ -1,0 +1,419 @@
+"""Hypothesis strategies for random allocator scenarios covering every v1 feature.
+
+Small on purpose (a few drivers, pools, slices and devices), so that searches stay short
+and collisions (equal names, equal values, full counters) are frequent: several drivers
+with equal pool names, pools of several slices and generations, incomplete pools, every
+node selection mode, shared counters with partitionable devices, consumable capacity with
+request policies (fractional ranges too), matchAttribute/distinctAttribute, firstAvailable,
+allocationMode All, admin access, taints, tolerations and DeviceTaintRules, binding
+conditions, already-allocated claims (shares included) and CEL selectors from the grammar
+in `cel_grammar`. Each scenario carries tags naming the features it exercises.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from kubedra.allocator import Features
+from tests.conformance import cel_grammar
+from tests.conformance.scenario import Scenario, Wire
+
+DRIVERS = ("gpu.example.com", "nic.example.com", "fpga.example.com")
+POOLS = ("pool-a", "pool-b")
+NODE, OTHER_NODE = "node-a", "node-b"
+V1 = "resource.k8s.io/v1"
+
+# attribute name -> (wire type, values); "numa" sometimes arrives as a string so that
+# constraints meet values of different types.
+ATTRIBUTES: dict[str, tuple[str, tuple[Any, ...]]] = {
+    "model": ("string", ("a100", "h100", "l4")),
+    "index": ("int", (0, 1, 2, 3)),
+    "numa": ("int", (0, 1)),
+    "healthy": ("bool", (True, False)),
+    "driverVersion": ("version", ("1.2.3", "1.10.0", "2.0.0-rc.1", "2.0.0")),
+    "topo.example.com/pcieRoot": ("string", ("r0", "r1")),
+}
+LIST_ATTRIBUTES: dict[str, tuple[str, tuple[Any, ...]]] = {
+    "ports": ("ints", (0, 1, 2)),
+    "zones": ("strings", ("z1", "z2", "z3")),
+}
+CAPACITY = {"memory": ("16Gi", "40Gi", "80Gi"), "cores": ("2", "4", "8", "1500m")}
+REQUESTS = ("1", "2", "4", "500m", "1500m", "8Gi", "16Gi", "20Gi", "40Gi", "100Gi")
+TAINT_KEYS = ("maint", "degraded")
+EFFECTS = ("NoSchedule", "NoExecute", "None")
+
+
+def _name(prefix: str, n: int) -> str:
+    return f"{prefix}-{n}"
+
+
+@st.composite
+def features(draw: st.DrawFn) -> Features:
+    """1.37's defaults most of the time, otherwise each switch at random."""
+    if draw(st.integers(0, 5)):
+        return Features(list_type_attributes=draw(st.booleans()))
+    return Features(**{f: draw(st.booleans()) for f in Features.__dataclass_fields__})
+
+
+@st.composite
+def attribute(draw: st.DrawFn, name: str, kind: str, values: tuple[Any, ...]) -> Wire:
+    if name == "numa" and draw(st.integers(0, 5)) == 0:
+        return {"string": str(draw(st.sampled_from(values)))}
+    if kind.endswith("s"):
+        return {kind: draw(st.lists(st.sampled_from(values), min_size=1, max_size=3, unique=True))}
+    return {kind: draw(st.sampled_from(values))}
+
+
+@st.composite
+def request_policy(draw: st.DrawFn, value: str) -> Wire | None:
+    kind = draw(st.sampled_from(["none", "default", "values", "range", "fraction"]))
+    if kind == "none":
+        return None
+    policy: Wire = {}
+    if kind == "default" or draw(st.booleans()):
+        policy["default"] = draw(st.sampled_from(["1", "2", "4Gi", "8Gi", "1000m"]))
+    if kind == "values":
+        policy["validValues"] = sorted(
+            draw(st.lists(st.sampled_from(["1", "2", "4", "8Gi", "16Gi"]), min_size=1,
+                          max_size=3, unique=True)),
+            key=_magnitude,
+        )  # fmt: skip
+    elif kind == "range":
+        rng: Wire = {"min": draw(st.sampled_from(["1", "2", "1Gi", "4Gi"]))}
+        if draw(st.booleans()):
+            rng["max"] = draw(st.sampled_from(["8", "32Gi", "64Gi"]))
+        if draw(st.booleans()):
+            rng["step"] = draw(st.sampled_from(["1", "2", "1Gi", "4Gi"]))
+        policy["validRange"] = rng
+    elif kind == "fraction":
+        policy["validRange"] = {
+            "min": draw(st.sampled_from(["500m", "250m", "1"])),
+            "step": draw(st.sampled_from(["250m", "500m", "100m"])),
+        }
+    return policy
+
+
+def _magnitude(text: str) -> float:
+    from kubedra.api.quantity import Quantity
+
+    return Quantity.parse(text).nanos / 1e9
+
+
+@st.composite
+def device(draw: st.DrawFn, n: int, driver: str, f: Features, per_device: bool) -> Wire:
+    d: Wire = {"name": _name("dev", n)}
+    names = list(ATTRIBUTES) + (list(LIST_ATTRIBUTES) if f.list_type_attributes else [])
+    attrs: Wire = {}
+    for name in draw(st.lists(st.sampled_from(names), max_size=4, unique=True)):
+        kind, values = {**ATTRIBUTES, **LIST_ATTRIBUTES}[name]
+        key = f"{driver}/{name}" if "/" not in name and draw(st.integers(0, 4)) == 0 else name
+        attrs[key] = draw(attribute(name, kind, values))
+    if attrs:
+        d["attributes"] = attrs
+    multi = draw(st.integers(0, 3)) == 0
+    capacity: Wire = {}
+    for name in draw(st.lists(st.sampled_from(list(CAPACITY)), max_size=2, unique=True)):
+        value = draw(st.sampled_from(CAPACITY[name]))
+        cap: Wire = {"value": value}
+        if multi and (policy := draw(request_policy(value))) is not None:
+            cap["requestPolicy"] = policy
+        capacity[name] = cap
+    if capacity:
+        d["capacity"] = capacity
+    if multi:
+        d["allowMultipleAllocations"] = True
+    if draw(st.integers(0, 5)) == 0:
+        d["taints"] = [draw(taint())]
+    if draw(st.integers(0, 7)) == 0:
+        d["bindingConditions"] = ["ready"]
+        d["bindingFailureConditions"] = ["failed"]
+        if draw(st.booleans()):
+            d["bindsToNode"] = True
+    if per_device:
+        d.update(draw(node_selection(device_level=True)))
+    return d
+
+
+@st.composite
+def taint(draw: st.DrawFn) -> Wire:
+    t: Wire = {"key": draw(st.sampled_from(TAINT_KEYS)), "effect": draw(st.sampled_from(EFFECTS))}
+    if draw(st.booleans()):
+        t["value"] = draw(st.sampled_from(["x", "y"]))
+    return t
+
+
+@st.composite
+def node_selection(draw: st.DrawFn, device_level: bool = False) -> Wire:
+    modes = ["node", "node", "node", "other", "all", "selector", "fields"]
+    modes += [] if device_level else ["per"]
+    mode = draw(st.sampled_from(modes))
+    if mode == "node":
+        return {"nodeName": NODE}
+    if mode == "other":
+        return {"nodeName": OTHER_NODE}
+    if mode == "all":
+        return {"allNodes": True}
+    if mode == "per":
+        return {"perDeviceNodeSelection": True}
+    if mode == "fields":
+        # Two values are invalid for a field selector: rare, upstream then fails.
+        values = [NODE, OTHER_NODE] if draw(st.integers(0, 60)) == 0 else [
+            draw(st.sampled_from([NODE, OTHER_NODE]))]  # fmt: skip
+        op = draw(st.sampled_from(["In", "In", "NotIn"]))
+        term: Wire = {"matchFields": [{"key": "metadata.name", "operator": op, "values": values}]}
+    else:
+        op = draw(st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]))
+        req: Wire = {"key": draw(st.sampled_from(["zone", "rack"])), "operator": op}
+        if op in ("In", "NotIn"):
+            req["values"] = [draw(st.sampled_from(["z1", "z2"]))]
+        term = {"matchExpressions": [req]}
+    return {"nodeSelector": {"nodeSelectorTerms": [term]}}
+
+
+@st.composite
+def pool(draw: st.DrawFn, driver: str, name: str, f: Features, tags: set[str]) -> list[Wire]:
+    """The slices of one pool: usually complete, sometimes missing a slice, sometimes with
+    a stale older generation, sometimes with a counter-set slice."""
+    generation = draw(st.integers(1, 2))
+    count = draw(st.integers(1, 3))
+    counters = f.partitionable_devices and draw(st.integers(0, 2)) == 0
+    slices: list[Wire] = []
+    device_n = 0
+    shared: list[Wire] = []
+    if counters:
+        tags.add("counters")
+        shared = [{"name": "cs-0", "counters": {
+            "mem": {"value": draw(st.sampled_from(["40Gi", "80Gi"]))},
+            "slots": {"value": draw(st.sampled_from(["1", "2", "4"]))},
+        }}]  # fmt: skip
+    for index in range(count):
+        spec: Wire = {
+            "driver": driver,
+            "pool": {"name": name, "generation": generation, "resourceSliceCount": count},
+        }
+        if counters and index == 0:
+            spec["sharedCounters"] = shared
+            selection = draw(node_selection())
+            spec.update(selection if "perDeviceNodeSelection" not in selection else
+                        {"allNodes": True})  # fmt: skip
+        else:
+            selection = draw(node_selection())
+            spec.update(selection)
+            per = "perDeviceNodeSelection" in selection
+            tags.add("per-device-node" if per else next(iter(selection)))
+            devices = []
+            for _ in range(draw(st.integers(0 if count > 1 else 1, 4))):
+                dev = draw(device(device_n, driver, f, per))
+                device_n += 1
+                if counters and draw(st.integers(0, 2)):
+                    dev["consumesCounters"] = [{"counterSet": "cs-0", "counters": {
+                        k: {"value": draw(st.sampled_from(v))}
+                        for k, v in (("mem", ["10Gi", "20Gi", "40Gi"]), ("slots", ["1", "2"]))
+                        if draw(st.booleans())
+                    } or {"slots": {"value": "1"}}}]  # fmt: skip
+                devices.append(dev)
+            if devices:
+                spec["devices"] = devices
+        slices.append(spec)
+    if len(slices) > 1 and draw(st.integers(0, 9)) == 0:
+        tags.add("incomplete-pool")
+        slices.pop(draw(st.integers(0, len(slices) - 1)))
+    if generation > 1 and draw(st.integers(0, 3)) == 0:
+        tags.add("stale-generation")
+        old = draw(st.sampled_from(slices))
+        slices.append({**old, "pool": {**old["pool"], "generation": generation - 1}})
+    if draw(st.integers(0, 12)) == 0 and any("devices" in s for s in slices):
+        tags.add("duplicate-device")  # an invalid pool
+        first = next(s for s in slices if "devices" in s)
+        first["devices"].append(first["devices"][0])
+    for s in slices:
+        if any(d.get("allowMultipleAllocations") for d in s.get("devices", ())):
+            tags.add("consumable-capacity")
+        if any("taints" in d for d in s.get("devices", ())):
+            tags.add("taints")
+        if any("bindingConditions" in d for d in s.get("devices", ())):
+            tags.add("binding-conditions")
+    return slices
+
+
+@st.composite
+def device_class(draw: st.DrawFn, n: int, tags: set[str]) -> Wire:
+    selectors = []
+    driver = draw(st.sampled_from((*DRIVERS, None)))
+    if driver is not None:
+        selectors.append(f"device.driver == '{driver}'")
+    if draw(st.integers(0, 2)) == 0:
+        tags.add("cel-class")
+        selectors.append(draw(cel_grammar.selectors(driver or DRIVERS[0], safe=True)))
+    spec: Wire = {"selectors": [{"cel": {"expression": e}} for e in selectors]}
+    if draw(st.integers(0, 3)) == 0:
+        spec["config"] = [{"opaque": {"driver": driver or DRIVERS[0], "parameters": {"c": n}}}]
+    return {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": _name("class", n)},
+            "spec": spec}  # fmt: skip
+
+
+@st.composite
+def exact(draw: st.DrawFn, classes: int, f: Features, tags: set[str], admin: bool) -> Wire:
+    e: Wire = {"deviceClassName": _name("class", draw(st.integers(0, classes - 1)))}
+    # Objects as the API server stores them: allocationMode and count defaulted.
+    if draw(st.integers(0, 5)) == 0:
+        tags.add("allocation-mode-all")
+        e["allocationMode"] = "All"
+    else:
+        e["allocationMode"] = "ExactCount"
+        e["count"] = draw(st.sampled_from([1, 1, 1, 2, 3]))
+    if draw(st.integers(0, 3)) == 0:
+        tags.add("cel-request")
+        driver = draw(st.sampled_from(DRIVERS))
+        e["selectors"] = [{"cel": {"expression": draw(cel_grammar.selectors(driver, safe=True))}}]
+    if admin and draw(st.integers(0, 6)) == 0:
+        tags.add("admin-access")
+        e["adminAccess"] = True
+    if draw(st.integers(0, 2)) == 0:
+        tags.add("tolerations")
+        tol: Wire = {"operator": draw(st.sampled_from(["Exists", "Equal"]))}
+        if draw(st.booleans()):
+            tol["key"] = draw(st.sampled_from(TAINT_KEYS))
+        if tol["operator"] == "Equal":
+            tol["value"] = draw(st.sampled_from(["x", "y"]))
+        if draw(st.booleans()):
+            tol["effect"] = draw(st.sampled_from(["NoSchedule", "NoExecute"]))
+        e["tolerations"] = [tol]
+    if f.consumable_capacity and draw(st.integers(0, 3)) == 0:
+        tags.add("capacity-request")
+        names = draw(st.lists(st.sampled_from(list(CAPACITY)), min_size=1, max_size=2,
+                              unique=True))  # fmt: skip
+        e["capacity"] = {"requests": {n: draw(st.sampled_from(REQUESTS)) for n in names}}
+    return e
+
+
+@st.composite
+def claim(draw: st.DrawFn, n: int, classes: int, f: Features, tags: set[str]) -> Wire:
+    requests = []
+    for r in range(draw(st.sampled_from([1, 1, 2, 3]))):
+        name = _name("req", r)
+        if f.prioritized_list and draw(st.integers(0, 3)) == 0:
+            tags.add("first-available")
+            subs = []
+            for s in range(draw(st.integers(1, 3))):
+                sub = draw(exact(classes, f, tags, admin=False))
+                subs.append({"name": _name("sub", s), **sub})
+            requests.append({"name": name, "firstAvailable": subs})
+        else:
+            requests.append({"name": name, "exactly": draw(exact(classes, f, tags, True))})
+    devices: Wire = {"requests": requests}
+    constraints = []
+    for _ in range(draw(st.integers(0, 2) if draw(st.booleans()) else st.just(0))):
+        kind = draw(st.sampled_from(["matchAttribute", "distinctAttribute"]))
+        tags.add(kind)
+        names = [*ATTRIBUTES, *LIST_ATTRIBUTES] if f.list_type_attributes else [*ATTRIBUTES]
+        attr = draw(st.sampled_from(names))
+        qualified = attr if "/" in attr else f"{draw(st.sampled_from(DRIVERS))}/{attr}"
+        c: Wire = {kind: qualified}
+        if len(requests) > 1 and draw(st.booleans()):
+            c["requests"] = draw(st.lists(st.sampled_from([r["name"] for r in requests]),
+                                          min_size=1, unique=True))  # fmt: skip
+        constraints.append(c)
+    if constraints:
+        devices["constraints"] = constraints
+    if draw(st.integers(0, 3)) == 0:
+        tags.add("claim-config")
+        names = [r["name"] for r in requests]
+        targets = draw(st.lists(st.sampled_from(names), max_size=len(names), unique=True))
+        devices["config"] = [{"requests": targets, "opaque": {"driver": DRIVERS[0],
+                                                              "parameters": {"claim": n}}}]
+        if not targets:
+            del devices["config"][0]["requests"]
+    return {"apiVersion": V1, "kind": "ResourceClaim",
+            "metadata": {"name": _name("claim", n), "namespace": "default",
+                         "uid": f"00000000-0000-0000-0000-{n:012d}"},
+            "spec": {"devices": devices}}  # fmt: skip
+
+
+@st.composite
+def allocated(draw: st.DrawFn, slices: list[Wire], f: Features, tags: set[str]) -> list[Wire]:
+    """Claims that already hold some of the slices' devices (shares on multi devices)."""
+    candidates = [(s, d) for s in slices for d in s.get("devices", ())]
+    if not candidates or draw(st.integers(0, 2)):
+        return []
+    tags.add("allocated-state")
+    results = []
+    for i, (s, d) in enumerate(draw(st.lists(st.sampled_from(candidates), max_size=4))):
+        r: Wire = {"request": "req-0", "driver": s["driver"], "pool": s["pool"]["name"],
+                   "device": d["name"]}  # fmt: skip
+        if d.get("allowMultipleAllocations") and draw(st.integers(0, 3)):
+            r["shareID"] = f"10000000-0000-0000-0000-{i:012d}"
+            consumed = {n: draw(st.sampled_from(REQUESTS[:6])) for n in d.get("capacity", {})}
+            if consumed:
+                r["consumedCapacity"] = consumed
+        elif draw(st.integers(0, 6)) == 0:
+            r["adminAccess"] = True
+        results.append(r)
+    if not results:
+        return []
+    return [{"apiVersion": V1, "kind": "ResourceClaim",
+             "metadata": {"name": "held", "namespace": "other", "uid": "held-uid"},
+             "spec": {"devices": {"requests": [{"name": "req-0", "exactly": {
+                 "deviceClassName": "class-0"}}]}},
+             "status": {"allocation": {"devices": {"results": results}}}}]  # fmt: skip
+
+
+@st.composite
+def taint_rules(draw: st.DrawFn, tags: set[str]) -> list[Wire]:
+    if draw(st.integers(0, 7)):
+        return []
+    tags.add("device-taint-rules")
+    selector: Wire = {}
+    if draw(st.booleans()):
+        selector["driver"] = draw(st.sampled_from(DRIVERS))
+    if draw(st.booleans()):
+        selector["pool"] = draw(st.sampled_from(POOLS))
+    if draw(st.booleans()):
+        selector["device"] = _name("dev", draw(st.integers(0, 3)))
+    return [{"apiVersion": V1, "kind": "DeviceTaintRule", "metadata": {"name": "rule-0"},
+             "spec": {"deviceSelector": selector, "taint": draw(taint())}}]  # fmt: skip
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> Scenario:
+    tags: set[str] = set()
+    f = draw(features())
+    if f != Features(list_type_attributes=f.list_type_attributes):
+        tags.add("feature-switches")
+    if f.list_type_attributes:
+        tags.add("list-attributes")
+    drivers = draw(st.lists(st.sampled_from(DRIVERS), min_size=1, max_size=3, unique=True))
+    slices: list[Wire] = []
+    for driver in drivers:
+        for pool_name in draw(st.lists(st.sampled_from(POOLS), min_size=1, unique=True)):
+            specs = draw(pool(driver, pool_name, f, tags))
+            for spec in specs:
+                slices.append(spec)
+    if len(drivers) > 1:
+        tags.add("several-drivers")
+    # Names decide the search order within a pool; draw them so that order is not the
+    # order of creation.
+    names = draw(st.permutations([_name("slice", i) for i in range(len(slices))]))
+    slice_objects = [
+        {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
+        for name, spec in zip(names, slices, strict=True)
+    ]
+    n_classes = draw(st.integers(1, 3))
+    classes = [draw(device_class(i, tags)) for i in range(n_classes)]
+    n_claims = draw(st.sampled_from([1, 1, 2, 3]))
+    claims = [draw(claim(i, n_classes, f, tags)) for i in range(n_claims)]
+    if len(claims) > 1:
+        tags.add("several-claims")
+    return Scenario(
+        features=f,
+        node=NODE,
+        node_labels=draw(st.sampled_from([{}, {"zone": "z1"}, {"zone": "z2", "rack": "r1"}])),
+        classes=tuple(classes),
+        slices=tuple(slice_objects),
+        claims=tuple(claims),
+        allocated=tuple(draw(allocated(slices, f, tags))),
+        taint_rules=tuple(draw(taint_rules(tags))),
+        tags=frozenset(tags),
+    )
