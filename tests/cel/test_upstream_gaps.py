@@ -128,13 +128,20 @@ ERRORS: list[tuple[str, type[CelError], str]] = [
     ("'a'.find(dyn('a**'))", E, "error parsing regexp: invalid nested repetition operator: `**`"),
     ("'a'.matches(dyn('a{1001}'))", E, "error parsing regexp: invalid repeat count: `{1001}`"),
     ("'a'.matches(dyn('(?<'))", E, "invalid or unsupported Perl syntax: `(?<`"),
-    ("'a'.matches('[')", C, "invalid matches argument: error parsing regexp: missing closing ]"),
-    ("'a'.find('(')", C, "program instantiation failed: error parsing regexp: missing closing )"),
-    ("'%d'.format(['x'])", E,
-     "error during formatting: decimal clause can only be used on integers, was given string"),
-    ("'%.3f'.format([2])", E, "fixed-point clause can only be used on doubles, was given int"),
-    ("'%s %s'.format([1])", E, "index 1 out of range"),
-    ("'%q'.format([1])", E, 'could not parse formatting clause: unrecognized formatting clause "q"'),
+    ("'a'.matches('[')", C, "compilation failed: ERROR: <input>:1:13: invalid matches argument"),
+    ("matches('a', '[')", C, "program instantiation failed: error parsing regexp: missing closing ]: `[`"),
+    ("'a'.find('(')", C, "program instantiation failed: error parsing regexp: missing closing ): `(`"),
+    # A literal template is checked against the arguments' types when compiling.
+    ("'%d'.format(['x'])", C,
+     "<input>:1:14: error during formatting: decimal clause can only be used on integers, was given string"),
+    ("'%.3f'.format([2])", C, "fixed-point clause can only be used on doubles, was given int"),
+    ("'%s %s'.format([1])", C, "<input>:1:15: index 1 out of range"),
+    ("'%q'.format([1])", C, 'could not parse formatting clause: unrecognized formatting clause "q"'),
+    ("'%d'.format([1, 2])", C, "too many arguments supplied to string.format (expected 1, got 2)"),
+    ("'%s'.format([[1, quantity('1')]])", C, "<input>:1:26: error during formatting: string clause "
+     "can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and "
+     "timestamps, was given kubernetes.Quantity"),
+    ("'%d'.format([dyn('x')])", E, "decimal clause can only be used on integers, was given string"),
 ]  # fmt: skip
 
 # format as cel-go prints it through x/text's en_US printer.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from kubedra.cel import ast
 from kubedra.cel.env import NAMESPACES, Env
-from kubedra.cel.errors import CelEvalError, Issue
+from kubedra.cel.errors import CelCompileError, CelEvalError, Issue
+from kubedra.cel.ext_format import template_problem
 from kubedra.cel.patterns import bare_lookup
 from kubedra.cel.registry import Overload
 from kubedra.cel.stdlib import compile_regex, static_type_of_name
@@ -47,6 +48,10 @@ def _signature(types: list[Type], member: bool) -> str:
     return f"({', '.join(str(t) for t in types)})"
 
 
+def _boolish(t: Type) -> bool:
+    return t == BOOL or is_dyn(t)
+
+
 def literal_type(value: object) -> Type:
     kinds: dict[type, Type] = {bool: BOOL, int: INT, UInt: UINT, float: DOUBLE, str: STRING,
                                bytes: BYTES, type(None): NULL}  # fmt: skip
@@ -71,7 +76,7 @@ class _Checker:
         found = scope.get(node.name) or self.env.variables.get(node.name)
         found = found or static_type_of_name(node.name)
         if found is None:
-            raise Issue(f"undeclared reference to '{node.name}'", node.pos)
+            raise Issue(f"undeclared reference to '{node.name}' (in container '')", node.pos)
         return found
 
     def _select(self, node: ast.Select, scope: Scope) -> Type:
@@ -90,7 +95,7 @@ class _Checker:
             if found is None:
                 raise Issue(f"undefined field '{node.field}'", node.pos)
             return found
-        if operand.name == "map" and operand.params[0] in (STRING, DYN):
+        if operand.name == "map" and (operand.params[0] == STRING or is_dyn(operand.params[0])):
             return operand.params[1]
         if is_dyn(operand):
             return DYN
@@ -108,7 +113,7 @@ class _Checker:
         return optional_of(result) if wrap else result
 
     def _element(self, node: ast.Index, operand: Type, index: Type) -> Type:
-        if operand.name == "list" and index in (INT, UINT, DYN):
+        if operand.name == "list" and (index in (INT, UINT) or is_dyn(index)):
             return operand.params[0]
         if operand.name == "map" and unify(operand.params[0], index, {}):
             return operand.params[1]
@@ -126,7 +131,7 @@ class _Checker:
         self.exempt -= node.function == "format"
         candidates = self.env.library.lookup(node.function, member)
         if not candidates and not self.env.library.has_name(node.function):
-            raise Issue(f"undeclared reference to '{node.function}'", node.pos)
+            raise Issue(f"undeclared reference to '{node.function}' (in container '')", node.pos)
         matched: list[tuple[Overload, Type]] = []
         for overload in candidates:
             bound: dict[str, Type] = {}
@@ -140,6 +145,7 @@ class _Checker:
                         node.pos)  # fmt: skip
         node.overloads = [o for o, _ in matched]
         self._validate_regex(node)
+        self._validate_format(node)
         results = {r for _, r in matched}
         return results.pop() if len(results) == 1 else DYN
 
@@ -156,9 +162,10 @@ class _Checker:
             node.target = None
 
     def _validate_regex(self, node: ast.Call) -> None:
-        """Literal patterns fail at compile time: `matches` by cel-go's
-        ValidateRegexLiterals (k8s 1.29: "invalid matches argument"), `find`/`findAll`
-        when cel-go precompiles a constant pattern while building the program."""
+        """Literal patterns fail before evaluation: a member `matches` by cel-go's
+        ValidateRegexLiterals (a compile issue, "invalid matches argument"), the global
+        `matches` and `find`/`findAll` when cel-go precompiles a constant pattern while
+        building the program ("program instantiation failed")."""
         if node.function not in _REGEX_FUNCTIONS:
             return
         pattern = node.args[0] if node.target is not None else node.args[-1]
@@ -166,13 +173,30 @@ class _Checker:
             try:
                 compile_regex(pattern.value)
             except CelEvalError as exc:
-                what = ("invalid matches argument" if node.function == "matches"
-                        else "program instantiation failed")  # fmt: skip
-                raise Issue(f"{what}: {exc}", pattern.pos) from None
+                if node.function == "matches" and node.target is not None:
+                    raise Issue("invalid matches argument", pattern.pos) from None
+                raise CelCompileError(f"program instantiation failed: {exc}") from None
+
+    def _validate_format(self, node: ast.Call) -> None:
+        """A literal template with a list literal is checked against the arguments' static
+        types when compiling, as cel-go's string format validator does."""
+        target, args = node.target, node.args
+        if (
+            node.function != "format"
+            or not isinstance(target, ast.Literal)
+            or type(target.value) is not str
+            or len(args) != 1
+            or not isinstance(args[0], ast.ListLit)
+        ):
+            return
+        problem = template_problem(target.value, args[0].elements)
+        if problem is not None:
+            message, blame = problem
+            raise Issue(message, (blame or node).pos)
 
     def _logic(self, node: ast.Logic, scope: Scope) -> Type:
         left, right = self.visit(node.left, scope), self.visit(node.right, scope)
-        if not all(t in (BOOL, DYN) for t in (left, right)):
+        if not all(_boolish(t) for t in (left, right)):
             sig = _signature([left, right], False)
             fn = "_&&_" if node.op == "&&" else "_||_"
             raise Issue(f"found no matching overload for '{fn}' applied to '{sig}'", node.pos)
@@ -182,7 +206,7 @@ class _Checker:
         cond = self.visit(node.cond, scope)
         then, other = self.visit(node.then, scope), self.visit(node.otherwise, scope)
         result = join(then, other)
-        if cond not in (BOOL, DYN) or result is None:
+        if not _boolish(cond) or result is None:
             sig = _signature([cond, then, other], False)
             raise Issue(f"found no matching overload for '_?_:_' applied to '{sig}'", node.pos)
         return result
@@ -240,7 +264,7 @@ class _Checker:
             first, second = (INT, rng.params[0]) if node.var2 else (rng.params[0], DYN)
         elif rng.name == "map":
             first, second = rng.params
-        elif is_dyn(rng):
+        elif rng.name == "dyn":
             first, second = DYN, DYN
         else:
             raise Issue(f"expression of type '{rng}' cannot be range of a comprehension "
@@ -263,7 +287,7 @@ class _Checker:
         if kind in ("map_filter", "transformList", "transformMap") and len(res) == 2:
             predicates = res[:1]
         for arg, t in zip(node.args, predicates, strict=False):
-            if t not in (BOOL, DYN):
+            if not _boolish(t):
                 raise Issue(f"expected type 'bool' but found '{t}'", arg.pos)
         if kind in ("all", "exists", "exists_one", "existsOne"):
             return BOOL

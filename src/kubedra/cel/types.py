@@ -36,6 +36,9 @@ BYTES = Type("bytes")
 BOOL = Type("bool")
 NULL = Type("null_type")
 DYN = Type("dyn")
+# google.protobuf.Any: what attribute values are typed as where list attributes are off.
+# Like dyn everywhere but as a comprehension range (cel-go's checker refuses that).
+ANY = Type("any")
 TYPE = Type("type")
 QUANTITY = Type("kubernetes.Quantity")
 SEMVER = Type("kubernetes.Semver")
@@ -59,12 +62,12 @@ def optional_of(inner: Type) -> Type:
 
 
 def is_dyn(t: Type) -> bool:
-    return t.name == "dyn"
+    return t.name in ("dyn", "any")
 
 
 def has_dyn(t: Type) -> bool:
     """True when a runtime check is needed because part of the type is unknown."""
-    return t.name == "dyn" or any(has_dyn(p) for p in t.params)
+    return is_dyn(t) or any(has_dyn(p) for p in t.params)
 
 
 def unify(param: Type, arg: Type, bound: dict[str, Type]) -> bool:
