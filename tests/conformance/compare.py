@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kubedra.allocator.types import stable_variant
 from tests.conformance.scenario import Outcome, Scenario
 
 # (kind, pattern): the first pattern found in a message names the error's kind.
@@ -82,25 +83,49 @@ class Verdict:
     same_words: bool = True
 
 
+# Asks upstream again, with changes to the oracle request (e.g. which allocators may run).
+Ask = Callable[[dict[str, object]], Outcome]
+
+
 @dataclass(frozen=True)
 class Deliberate:
+    """A known difference: `applies` decides from the scenario, both outcomes and, where
+    that settles it, another question to upstream. Each has a test pinning both sides."""
+
     name: str
-    applies: Callable[[Scenario, Outcome, Outcome], bool]
+    applies: Callable[[Scenario, Outcome, Outcome, Ask], bool]
 
 
-# kubedra's deliberate differences from upstream 1.37, each pinned by a regular test.
-DELIBERATE: tuple[Deliberate, ...] = ()
+def _stable_random_order(scenario: Scenario, ours: Outcome, theirs: Outcome, ask: Ask) -> bool:
+    # Upstream's oldest implementation, which runs only with every newer allocator feature
+    # off, neither sorts pools nor slices: its first fit follows Go's map order. kubedra
+    # always searches in the sorted order the newer implementations use.
+    return (
+        stable_variant(scenario.features)
+        and ours.kind == theirs.kind == "allocated"
+        and outcomes_equal(ours, ask({"allocators": ["incubating"]}))
+    )
 
 
-def judge(scenario: Scenario, ours: Outcome, theirs: Outcome) -> Verdict:
-    if ours.kind == theirs.kind:
-        if ours.kind == "error":
-            if same_error(ours.message, theirs.message):
-                return Verdict("match", same_words=ours.message == theirs.message)
-        elif ours.kind == "unsatisfiable" or ours.results == theirs.results:
-            return Verdict("match")
+DELIBERATE: tuple[Deliberate, ...] = (
+    Deliberate("stable allocator: random pool and slice order upstream", _stable_random_order),
+)
+
+
+def outcomes_equal(ours: Outcome, theirs: Outcome) -> bool:
+    if ours.kind != theirs.kind:
+        return False
+    if ours.kind == "error":
+        return same_error(ours.message, theirs.message)
+    return ours.kind != "allocated" or ours.results == theirs.results
+
+
+def judge(scenario: Scenario, ours: Outcome, theirs: Outcome, ask: Ask | None = None) -> Verdict:
+    if outcomes_equal(ours, theirs):
+        same = ours.kind != "error" or ours.message == theirs.message
+        return Verdict("match", same_words=same)
     for rule in DELIBERATE:
-        if rule.applies(scenario, ours, theirs):
+        if ask is not None and rule.applies(scenario, ours, theirs, ask):
             return Verdict("deliberate", rule.name)
     return Verdict("unexplained", describe(ours, theirs))
 

@@ -18,9 +18,16 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from tests.conformance import cel_grammar, strategies
 from tests.conformance.cel_case import CelCase, judge_cel, oracle_cel_outcome
-from tests.conformance.compare import judge
+from tests.conformance.compare import Ask, judge
 from tests.conformance.oracle import Oracle
 from tests.conformance.scenario import Scenario, oracle_outcome
+
+
+def asker(oracle: Oracle, scenario: Scenario) -> Ask:
+    """Ask upstream about the scenario again, with changes to the request."""
+    return lambda changes: oracle_outcome(
+        oracle.ask("alloc", {**scenario.oracle_request(), **changes})
+    )
 
 
 class Mismatch(AssertionError):
@@ -57,7 +64,7 @@ def run_allocator(oracle: Oracle, count: int, seed_value: int, tally: Tally) -> 
     def check(scenario: Scenario) -> None:
         ours = scenario.run_kubedra()
         theirs = oracle_outcome(oracle.ask("alloc", scenario.oracle_request()))
-        verdict = judge(scenario, ours, theirs)
+        verdict = judge(scenario, ours, theirs, asker(oracle, scenario))
         if verdict.status == "unexplained":
             raise Mismatch(f"{verdict.why}\n--- scenario ---\n{scenario.manifests()}")
         tally.cases += 1

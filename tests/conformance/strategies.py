@@ -45,8 +45,22 @@ TAINT_KEYS = ("maint", "degraded")
 EFFECTS = ("NoSchedule", "NoExecute", "None")
 
 
+# Each scenario turns on a few of these knobs: the rest of the scenario stays plain, so
+# most scenarios can be satisfied and a mismatch shrinks to the features involved.
+KNOBS = ("taints", "binding", "counters", "sharing", "constraints", "first-available",
+         "all", "admin", "cel", "taint-rules", "allocated", "broken", "placement", "config")  # fmt: skip
+
+
+class Knobs(frozenset[str]):
+    """The knobs a scenario turns on."""
+
+
 def _name(prefix: str, n: int) -> str:
     return f"{prefix}-{n}"
+
+
+def _sometimes(draw: st.DrawFn, one_in: int) -> bool:
+    return draw(st.integers(0, one_in - 1)) == 0
 
 
 @st.composite
@@ -102,19 +116,24 @@ def _magnitude(text: str) -> float:
 
 
 @st.composite
-def device(draw: st.DrawFn, n: int, driver: str, f: Features, per_device: bool) -> Wire:
+def device(draw: st.DrawFn, n: int, driver: str, f: Features, k: Knobs, per: bool) -> Wire:
     d: Wire = {"name": _name("dev", n)}
     names = list(ATTRIBUTES) + (list(LIST_ATTRIBUTES) if f.list_type_attributes else [])
+    # Most devices describe themselves alike (constraints then have something to match).
+    common = [n for n in ("model", "numa", "index") if not _sometimes(draw, 4)]
+    extra = draw(st.lists(st.sampled_from(names), max_size=2, unique=True))
     attrs: Wire = {}
-    for name in draw(st.lists(st.sampled_from(names), max_size=4, unique=True)):
+    for name in dict.fromkeys(common + extra):
         kind, values = {**ATTRIBUTES, **LIST_ATTRIBUTES}[name]
-        key = f"{driver}/{name}" if "/" not in name and draw(st.integers(0, 4)) == 0 else name
+        key = f"{driver}/{name}" if "/" not in name and _sometimes(draw, 5) else name
         attrs[key] = draw(attribute(name, kind, values))
     if attrs:
         d["attributes"] = attrs
-    multi = draw(st.integers(0, 3)) == 0
+    multi = "sharing" in k and _sometimes(draw, 2)
     capacity: Wire = {}
-    for name in draw(st.lists(st.sampled_from(list(CAPACITY)), max_size=2, unique=True)):
+    names = ["memory"] if multi else []
+    names += draw(st.lists(st.sampled_from(list(CAPACITY)), max_size=2, unique=True))
+    for name in dict.fromkeys(names):
         value = draw(st.sampled_from(CAPACITY[name]))
         cap: Wire = {"value": value}
         if multi and (policy := draw(request_policy(value))) is not None:
@@ -124,15 +143,15 @@ def device(draw: st.DrawFn, n: int, driver: str, f: Features, per_device: bool) 
         d["capacity"] = capacity
     if multi:
         d["allowMultipleAllocations"] = True
-    if draw(st.integers(0, 5)) == 0:
+    if "taints" in k and _sometimes(draw, 3):
         d["taints"] = [draw(taint())]
-    if draw(st.integers(0, 7)) == 0:
+    if "binding" in k and _sometimes(draw, 2):
         d["bindingConditions"] = ["ready"]
         d["bindingFailureConditions"] = ["failed"]
         if draw(st.booleans()):
             d["bindsToNode"] = True
-    if per_device:
-        d.update(draw(node_selection(device_level=True)))
+    if per:
+        d.update(draw(node_selection(k, device_level=True)))
     return d
 
 
@@ -145,9 +164,10 @@ def taint(draw: st.DrawFn) -> Wire:
 
 
 @st.composite
-def node_selection(draw: st.DrawFn, device_level: bool = False) -> Wire:
-    modes = ["node", "node", "node", "other", "all", "selector", "fields"]
-    modes += [] if device_level else ["per"]
+def node_selection(draw: st.DrawFn, k: Knobs, device_level: bool = False) -> Wire:
+    if "placement" not in k:
+        return {"allNodes": True} if _sometimes(draw, 5) else {"nodeName": NODE}
+    modes = ["node", "other", "all", "selector", "fields"] + ([] if device_level else ["per"])
     mode = draw(st.sampled_from(modes))
     if mode == "node":
         return {"nodeName": NODE}
@@ -158,8 +178,8 @@ def node_selection(draw: st.DrawFn, device_level: bool = False) -> Wire:
     if mode == "per":
         return {"perDeviceNodeSelection": True}
     if mode == "fields":
-        # Two values are invalid for a field selector: rare, upstream then fails.
-        values = [NODE, OTHER_NODE] if draw(st.integers(0, 60)) == 0 else [
+        # Two values are invalid for a field selector: upstream then fails.
+        values = [NODE, OTHER_NODE] if "broken" in k and _sometimes(draw, 4) else [
             draw(st.sampled_from([NODE, OTHER_NODE]))]  # fmt: skip
         op = draw(st.sampled_from(["In", "In", "NotIn"]))
         term: Wire = {"matchFields": [{"key": "metadata.name", "operator": op, "values": values}]}
@@ -173,12 +193,14 @@ def node_selection(draw: st.DrawFn, device_level: bool = False) -> Wire:
 
 
 @st.composite
-def pool(draw: st.DrawFn, driver: str, name: str, f: Features, tags: set[str]) -> list[Wire]:
+def pool(
+    draw: st.DrawFn, driver: str, name: str, f: Features, k: Knobs, tags: set[str]
+) -> list[Wire]:
     """The slices of one pool: usually complete, sometimes missing a slice, sometimes with
     a stale older generation, sometimes with a counter-set slice."""
     generation = draw(st.integers(1, 2))
     count = draw(st.integers(1, 3))
-    counters = f.partitionable_devices and draw(st.integers(0, 2)) == 0
+    counters = "counters" in k and f.partitionable_devices and _sometimes(draw, 2)
     slices: list[Wire] = []
     device_n = 0
     shared: list[Wire] = []
@@ -195,17 +217,17 @@ def pool(draw: st.DrawFn, driver: str, name: str, f: Features, tags: set[str]) -
         }
         if counters and index == 0:
             spec["sharedCounters"] = shared
-            selection = draw(node_selection())
+            selection = draw(node_selection(k))
             spec.update(selection if "perDeviceNodeSelection" not in selection else
                         {"allNodes": True})  # fmt: skip
         else:
-            selection = draw(node_selection())
+            selection = draw(node_selection(k))
             spec.update(selection)
             per = "perDeviceNodeSelection" in selection
             tags.add("per-device-node" if per else next(iter(selection)))
             devices = []
             for _ in range(draw(st.integers(0 if count > 1 else 1, 4))):
-                dev = draw(device(device_n, driver, f, per))
+                dev = draw(device(device_n, driver, f, k, per))
                 device_n += 1
                 if counters and draw(st.integers(0, 2)):
                     dev["consumesCounters"] = [{"counterSet": "cs-0", "counters": {
@@ -217,14 +239,14 @@ def pool(draw: st.DrawFn, driver: str, name: str, f: Features, tags: set[str]) -
             if devices:
                 spec["devices"] = devices
         slices.append(spec)
-    if len(slices) > 1 and draw(st.integers(0, 9)) == 0:
+    if "broken" in k and len(slices) > 1 and _sometimes(draw, 3):
         tags.add("incomplete-pool")
         slices.pop(draw(st.integers(0, len(slices) - 1)))
-    if generation > 1 and draw(st.integers(0, 3)) == 0:
+    if generation > 1 and _sometimes(draw, 3):
         tags.add("stale-generation")
         old = draw(st.sampled_from(slices))
         slices.append({**old, "pool": {**old["pool"], "generation": generation - 1}})
-    if draw(st.integers(0, 12)) == 0 and any("devices" in s for s in slices):
+    if "broken" in k and _sometimes(draw, 4) and any("devices" in s for s in slices):
         tags.add("duplicate-device")  # an invalid pool
         first = next(s for s in slices if "devices" in s)
         first["devices"].append(first["devices"][0])
@@ -239,39 +261,42 @@ def pool(draw: st.DrawFn, driver: str, name: str, f: Features, tags: set[str]) -
 
 
 @st.composite
-def device_class(draw: st.DrawFn, n: int, tags: set[str]) -> Wire:
+def device_class(draw: st.DrawFn, n: int, drivers: list[str], k: Knobs, tags: set[str]) -> Wire:
     selectors = []
-    driver = draw(st.sampled_from((*DRIVERS, None)))
+    # Mostly a driver the scenario has (else no device would ever match).
+    driver = draw(st.sampled_from((*drivers, None) if not _sometimes(draw, 8) else DRIVERS))
     if driver is not None:
         selectors.append(f"device.driver == '{driver}'")
-    if draw(st.integers(0, 2)) == 0:
+    if "cel" in k and _sometimes(draw, 2):
         tags.add("cel-class")
         selectors.append(draw(cel_grammar.selectors(driver or DRIVERS[0], safe=True)))
     spec: Wire = {"selectors": [{"cel": {"expression": e}} for e in selectors]}
-    if draw(st.integers(0, 3)) == 0:
+    if "config" in k and _sometimes(draw, 2):
         spec["config"] = [{"opaque": {"driver": driver or DRIVERS[0], "parameters": {"c": n}}}]
     return {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": _name("class", n)},
             "spec": spec}  # fmt: skip
 
 
 @st.composite
-def exact(draw: st.DrawFn, classes: int, f: Features, tags: set[str], admin: bool) -> Wire:
+def exact(
+    draw: st.DrawFn, classes: int, f: Features, k: Knobs, tags: set[str], admin: bool
+) -> Wire:
     e: Wire = {"deviceClassName": _name("class", draw(st.integers(0, classes - 1)))}
     # Objects as the API server stores them: allocationMode and count defaulted.
-    if draw(st.integers(0, 5)) == 0:
+    if "all" in k and _sometimes(draw, 2):
         tags.add("allocation-mode-all")
         e["allocationMode"] = "All"
     else:
         e["allocationMode"] = "ExactCount"
         e["count"] = draw(st.sampled_from([1, 1, 1, 2, 3]))
-    if draw(st.integers(0, 3)) == 0:
+    if "cel" in k and _sometimes(draw, 2):
         tags.add("cel-request")
         driver = draw(st.sampled_from(DRIVERS))
         e["selectors"] = [{"cel": {"expression": draw(cel_grammar.selectors(driver, safe=True))}}]
-    if admin and draw(st.integers(0, 6)) == 0:
+    if admin and "admin" in k and _sometimes(draw, 2):
         tags.add("admin-access")
         e["adminAccess"] = True
-    if draw(st.integers(0, 2)) == 0:
+    if ("taints" in k or "taint-rules" in k) and not _sometimes(draw, 3):
         tags.add("tolerations")
         tol: Wire = {"operator": draw(st.sampled_from(["Exists", "Equal"]))}
         if draw(st.booleans()):
@@ -281,7 +306,7 @@ def exact(draw: st.DrawFn, classes: int, f: Features, tags: set[str], admin: boo
         if draw(st.booleans()):
             tol["effect"] = draw(st.sampled_from(["NoSchedule", "NoExecute"]))
         e["tolerations"] = [tol]
-    if f.consumable_capacity and draw(st.integers(0, 3)) == 0:
+    if "sharing" in k and f.consumable_capacity and _sometimes(draw, 2):
         tags.add("capacity-request")
         names = draw(st.lists(st.sampled_from(list(CAPACITY)), min_size=1, max_size=2,
                               unique=True))  # fmt: skip
@@ -290,27 +315,35 @@ def exact(draw: st.DrawFn, classes: int, f: Features, tags: set[str], admin: boo
 
 
 @st.composite
-def claim(draw: st.DrawFn, n: int, classes: int, f: Features, tags: set[str]) -> Wire:
+def claim(
+    draw: st.DrawFn,
+    n: int,
+    classes: int,
+    drivers: list[str],
+    f: Features,
+    k: Knobs,
+    tags: set[str],
+) -> Wire:
     requests = []
     for r in range(draw(st.sampled_from([1, 1, 2, 3]))):
         name = _name("req", r)
-        if f.prioritized_list and draw(st.integers(0, 3)) == 0:
+        if "first-available" in k and f.prioritized_list and _sometimes(draw, 2):
             tags.add("first-available")
             subs = []
             for s in range(draw(st.integers(1, 3))):
-                sub = draw(exact(classes, f, tags, admin=False))
+                sub = draw(exact(classes, f, k, tags, admin=False))
                 subs.append({"name": _name("sub", s), **sub})
             requests.append({"name": name, "firstAvailable": subs})
         else:
-            requests.append({"name": name, "exactly": draw(exact(classes, f, tags, True))})
+            requests.append({"name": name, "exactly": draw(exact(classes, f, k, tags, True))})
     devices: Wire = {"requests": requests}
     constraints = []
-    for _ in range(draw(st.integers(0, 2) if draw(st.booleans()) else st.just(0))):
+    for _ in range(draw(st.integers(1, 2)) if "constraints" in k else 0):
         kind = draw(st.sampled_from(["matchAttribute", "distinctAttribute"]))
         tags.add(kind)
         names = [*ATTRIBUTES, *LIST_ATTRIBUTES] if f.list_type_attributes else [*ATTRIBUTES]
         attr = draw(st.sampled_from(names))
-        qualified = attr if "/" in attr else f"{draw(st.sampled_from(DRIVERS))}/{attr}"
+        qualified = attr if "/" in attr else f"{draw(st.sampled_from(drivers))}/{attr}"
         c: Wire = {kind: qualified}
         if len(requests) > 1 and draw(st.booleans()):
             c["requests"] = draw(st.lists(st.sampled_from([r["name"] for r in requests]),
@@ -318,7 +351,7 @@ def claim(draw: st.DrawFn, n: int, classes: int, f: Features, tags: set[str]) ->
         constraints.append(c)
     if constraints:
         devices["constraints"] = constraints
-    if draw(st.integers(0, 3)) == 0:
+    if "config" in k and _sometimes(draw, 2):
         tags.add("claim-config")
         names = [r["name"] for r in requests]
         targets = draw(st.lists(st.sampled_from(names), max_size=len(names), unique=True))
@@ -336,7 +369,7 @@ def claim(draw: st.DrawFn, n: int, classes: int, f: Features, tags: set[str]) ->
 def allocated(draw: st.DrawFn, slices: list[Wire], f: Features, tags: set[str]) -> list[Wire]:
     """Claims that already hold some of the slices' devices (shares on multi devices)."""
     candidates = [(s, d) for s in slices for d in s.get("devices", ())]
-    if not candidates or draw(st.integers(0, 2)):
+    if not candidates:
         return []
     tags.add("allocated-state")
     results = []
@@ -362,8 +395,6 @@ def allocated(draw: st.DrawFn, slices: list[Wire], f: Features, tags: set[str]) 
 
 @st.composite
 def taint_rules(draw: st.DrawFn, tags: set[str]) -> list[Wire]:
-    if draw(st.integers(0, 7)):
-        return []
     tags.add("device-taint-rules")
     selector: Wire = {}
     if draw(st.booleans()):
@@ -379,6 +410,7 @@ def taint_rules(draw: st.DrawFn, tags: set[str]) -> list[Wire]:
 @st.composite
 def scenarios(draw: st.DrawFn) -> Scenario:
     tags: set[str] = set()
+    k = Knobs(draw(st.lists(st.sampled_from(KNOBS), max_size=4, unique=True)))
     f = draw(features())
     if f != Features(list_type_attributes=f.list_type_attributes):
         tags.add("feature-switches")
@@ -388,9 +420,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     slices: list[Wire] = []
     for driver in drivers:
         for pool_name in draw(st.lists(st.sampled_from(POOLS), min_size=1, unique=True)):
-            specs = draw(pool(driver, pool_name, f, tags))
-            for spec in specs:
-                slices.append(spec)
+            slices.extend(draw(pool(driver, pool_name, f, k, tags)))
     if len(drivers) > 1:
         tags.add("several-drivers")
     # Names decide the search order within a pool; draw them so that order is not the
@@ -401,9 +431,9 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         for name, spec in zip(names, slices, strict=True)
     ]
     n_classes = draw(st.integers(1, 3))
-    classes = [draw(device_class(i, tags)) for i in range(n_classes)]
+    classes = [draw(device_class(i, drivers, k, tags)) for i in range(n_classes)]
     n_claims = draw(st.sampled_from([1, 1, 2, 3]))
-    claims = [draw(claim(i, n_classes, f, tags)) for i in range(n_claims)]
+    claims = [draw(claim(i, n_classes, drivers, f, k, tags)) for i in range(n_claims)]
     if len(claims) > 1:
         tags.add("several-claims")
     return Scenario(
@@ -413,7 +443,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         classes=tuple(classes),
         slices=tuple(slice_objects),
         claims=tuple(claims),
-        allocated=tuple(draw(allocated(slices, f, tags))),
-        taint_rules=tuple(draw(taint_rules(tags))),
-        tags=frozenset(tags),
+        allocated=tuple(draw(allocated(slices, f, tags))) if "allocated" in k else (),
+        taint_rules=tuple(draw(taint_rules(tags))) if "taint-rules" in k else (),
+        tags=frozenset(tags | {f"knob:{knob}" for knob in k}),
     )

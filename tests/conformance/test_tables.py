@@ -17,6 +17,7 @@ from kubedra.api.resource import ResourceSlice
 from tests.allocator.test_table import CASES, Case
 from tests.conformance.compare import judge
 from tests.conformance.oracle import Oracle
+from tests.conformance.runner import asker
 from tests.conformance.scenario import Scenario, Wire, oracle_outcome, to_api_form
 
 # kubedra-only behaviour, outside upstream's allocator (see docs/compatibility.md).
@@ -85,5 +86,5 @@ def test_table_case_matches_upstream(name: str, oracle: Oracle) -> None:
     sc = scenario(CASES[name])
     ours = sc.run_kubedra()
     theirs = oracle_outcome(oracle.ask("alloc", sc.oracle_request()))
-    verdict = judge(sc, ours, theirs)
+    verdict = judge(sc, ours, theirs, asker(oracle, sc))
     assert verdict.status != "unexplained", f"{verdict.why}\n{sc.manifests()}"

@@ -31,6 +31,9 @@ type allocRequest struct {
 	Allocated        []*resourceapi.ResourceClaim   `json:"allocated"`
 	Claims           []*resourceapi.ResourceClaim   `json:"claims"`
 	TimeoutMs        int                            `json:"timeoutMs"`
+	// Allocators, when set, restricts which implementations NewAllocator may pick
+	// ("stable", "incubating", "experimental"), as structured.EnableAllocators does.
+	Allocators []string `json:"allocators"`
 }
 
 type nodeInfo struct {
@@ -90,6 +93,8 @@ func allocate(body json.RawMessage) (any, error) {
 		EnableListTypeAttributes: req.Features.ListTypeAttributes,
 	})
 	state := allocatedState(req.Allocated, req.Features.ConsumableCapacity)
+	structured.EnableAllocators(req.Allocators...)
+	defer structured.EnableAllocators()
 	allocator, err := structured.NewAllocator(ctx, req.Features, state, classes, slices, celCache)
 	if err != nil {
 		return allocAnswer{Error: err.Error()}, nil

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kubedra.allocator.capacity import CapacityError, consumption
 from kubedra.allocator.inventory import DeviceEntry, Inventory, Pool, PoolKey, Tagged
 from kubedra.allocator.state import AllocatedState
 from kubedra.allocator.types import (
@@ -33,7 +34,6 @@ from kubedra.allocator.types import (
 )
 from kubedra.api.quantity import Quantity
 from kubedra.api.resource import (
-    DeviceCapacity,
     DeviceClass,
     DeviceConstraint,
     DeviceSubRequest,
@@ -257,69 +257,6 @@ def taint_blocks(entry: DeviceEntry, tolerations: Sequence[DeviceToleration]) ->
     return False
 
 
-# --- consumable capacity ----------------------------------------------------------------
-
-
-def _round_up(requested: Quantity, entry_cap: DeviceCapacity) -> Quantity:
-    policy = entry_cap.request_policy
-    if policy is None:
-        return requested
-    rng = policy.valid_range
-    if rng is not None:
-        if requested < rng.min:
-            return rng.min
-        if rng.step is None:
-            return requested
-        # Integer Value() arithmetic, as upstream (fractions are rounded away from zero).
-        lo, step = rng.min.value(), rng.step.value()
-        added = requested.value() - lo
-        n = added // step + (1 if added % step else 0)
-        return Quantity.from_int(lo + step * n, rng.step.fmt)
-    if policy.valid_values:
-        for v in policy.valid_values:
-            if requested <= v:
-                return v
-    return requested
-
-
-def _violates(value: Quantity, entry_cap: DeviceCapacity) -> bool:
-    policy = entry_cap.request_policy
-    if policy is None:
-        return False
-    # DECISION (§7 item 28): "equals the default" compares values, not representations.
-    if policy.default is not None and value == policy.default:
-        return False
-    rng = policy.valid_range
-    if rng is not None:
-        if rng.max is not None and value > rng.max:
-            return True
-        step = rng.step
-        return step is not None and (value.value() - rng.min.value()) % step.value() != 0
-    if policy.valid_values:
-        return all(value != v for v in policy.valid_values)
-    return False
-
-
-def consumption(req: ReqData, entry: DeviceEntry) -> dict[str, Quantity] | None:
-    """What the request consumes of each capacity of the device; None if it can't."""
-    requested = req.capacity or {}
-    if any(name not in entry.capacity for name in requested):
-        return None  # the request names a capacity the device lacks
-    out: dict[str, Quantity] = {}
-    for name, cap in entry.capacity.items():
-        asked = requested.get(name)
-        policy = cap.request_policy
-        if asked is None:
-            default = policy.default if policy is not None else None
-            value = default if default is not None else cap.value
-        else:
-            value = _round_up(asked, cap)
-        if _violates(value, cap):
-            return None
-        out[name] = value
-    return out
-
-
 # --- the search -------------------------------------------------------------------------
 
 
@@ -501,7 +438,9 @@ class Search:
                         continue
                     # Static capacity only: a device whose capacity others use up stays in
                     # the set, and "All" then fails (upstream 1.37).
-                    if self.features.consumable_capacity and not self._fits_empty(rd, entry):
+                    if self.features.consumable_capacity and (
+                        self._capacity_fits(rd, entry, used=False) is None
+                    ):
                         continue
                     rd.all_devices.append(entry)
             rd.count = len(rd.all_devices)
@@ -624,26 +563,27 @@ class Search:
         return undo
 
     def _capacity_fits(
-        self, rd: ReqData, entry: DeviceEntry, inflight: bool = False
+        self, rd: ReqData, entry: DeviceEntry, *, inflight: bool = False, used: bool = True
     ) -> dict[str, Quantity] | None:
-        cons = consumption(rd, entry)
+        """What the request consumes of the device, if that fits beside what allocated
+        claims (`used`) and this attempt (`inflight`) already consume; else None."""
+        try:
+            cons = consumption(rd.capacity, entry.capacity, self.features.fractional_capacity_range)
+        except CapacityError as exc:
+            device = str(entry.ref) if used else entry.ref.device  # upstream's wording
+            raise AllocationError(
+                f"claim {claim_name(self.claims[rd.claim_index])}, request {rd.name}: "
+                f"checking capacity for device {device}: {exc}"
+            ) from None
         if cons is None:
             return None
-        existing = self.state.consumed(entry.ref)
+        existing = self.state.consumed(entry.ref) if used else {}
         current = self.cap_inflight.get(entry.index, {}) if inflight else {}
         for name, q in cons.items():
             total = existing.get(name, 0) + current.get(name, 0) + q.nanos
             if total > entry.capacity[name].value.nanos:
                 return None
         return cons
-
-    @staticmethod
-    def _fits_empty(rd: ReqData, entry: DeviceEntry) -> bool:
-        """Would the request fit the device if nobody used it?"""
-        cons = consumption(rd, entry)
-        return cons is not None and all(
-            q.nanos <= entry.capacity[name].value.nanos for name, q in cons.items()
-        )
 
     def _has_shares(self, entry: DeviceEntry) -> bool:
         return entry.ref in self.state.shared or self.share_inflight.get(entry.index, 0) > 0
@@ -829,6 +769,9 @@ class Search:
             elif self.in_use(entry, multi):
                 continue
             if not self.selectable(rd, entry, on_node):
+                continue
+            # Upstream checks capacity here and again in allocateDevice.
+            if multi_on and self._capacity_fits(rd, entry, inflight=True) is None:
                 continue
             undo = self.use(rd, entry, must=False)
             if undo is None:

@@ -105,6 +105,11 @@ class Quantity:
         return cls(value * _NANO, fmt, _fits((value, 0)))
 
     @classmethod
+    def from_milli(cls, milli: int, fmt: Format = Format.DECIMAL_SI) -> Quantity:
+        """Milli-units, like upstream's NewMilliQuantity."""
+        return cls(milli * 10**6, fmt, _fits((milli, -3)))
+
+    @classmethod
     def from_nanos(cls, nanos: int, fmt: Format = Format.DECIMAL_SI) -> Quantity:
         """Nano-units, like upstream's NewScaledQuantity(n, Nano)."""
         return cls(nanos, fmt)

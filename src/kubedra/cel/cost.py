@@ -23,7 +23,7 @@ from kubedra.cel.callcost import (
     scan,
 )  # fmt: skip
 from kubedra.cel.patterns import device_map
-from kubedra.cel.types import BYTES, CIDR, DYN, IP, QUANTITY, SEMVER, STRING, Type
+from kubedra.cel.types import BYTES, CIDR, DYN, IP, QUANTITY, SEMVER, STRING, Type, is_dyn
 
 _TEXTUAL = (STRING, BYTES)
 _CONSTANT_EQUALITY = (QUANTITY, SEMVER, IP, CIDR)
@@ -273,7 +273,7 @@ def _signatures(
     out = []
     for overload in node.overloads:
         types = [
-            p if t is not None and t.name == "dyn" and not p.is_param else t
+            p if t is not None and is_dyn(t) and not p.is_param else t
             for t, p in zip(actual, overload.args, strict=False)
         ]
         result = overload.result if not overload.result.is_param and node.typ == DYN else node.typ

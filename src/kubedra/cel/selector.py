@@ -22,6 +22,7 @@ from kubedra.cel.errors import (
     Issue,
 )
 from kubedra.cel.parser import parse
+from kubedra.cel.planner import plan
 from kubedra.cel.runtime import COST_LIMIT
 from kubedra.cel.types import BOOL
 from kubedra.cel.values import type_name
@@ -114,6 +115,7 @@ def _checked(expression: str, env: Env) -> ast.Node:
         _shallow(lambda: check(tree, env))
     except Issue as issue:
         raise CelCompileError(f"compilation failed: {issue.render(expression)}") from None
+    _shallow(lambda: plan(tree))
     return tree
 
 
