@@ -11,6 +11,7 @@ error, and kubedra's must be the same one.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from hypothesis import strategies as st
@@ -173,6 +174,7 @@ def atom(draw: st.DrawFn, domain: str, safe: bool = False) -> str:
     return text
 
 
+@functools.cache
 def selectors(domain: str, safe: bool = False) -> st.SearchStrategy[str]:
     """A boolean selector about devices of `domain` (`safe`: rarely one that can fail)."""
     def combine(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:

@@ -112,6 +112,12 @@ DELIBERATE: tuple[Deliberate, ...] = (
 )
 
 
+def _steps_differ(ours: Outcome, theirs: Outcome) -> bool:
+    """The same search takes the same steps (upstream reports them from its newer
+    implementations only)."""
+    return bool(theirs.steps) and ours.steps != theirs.steps
+
+
 def outcomes_equal(ours: Outcome, theirs: Outcome) -> bool:
     if ours.kind != theirs.kind:
         return False
@@ -120,7 +126,25 @@ def outcomes_equal(ours: Outcome, theirs: Outcome) -> bool:
     return ours.kind != "allocated" or ours.results == theirs.results
 
 
+# kubedra replays upstream's search step for step; past this many steps (a Python step
+# costs ~50 times a Go one) it stops there, and both sides must have needed more.
+STEP_CAP = 50_000
+
+
+def step_budget(theirs: Outcome) -> int | None:
+    """The step budget kubedra runs with: upstream's count, capped; None if not known."""
+    return min(theirs.steps, STEP_CAP) if theirs.steps else None
+
+
 def judge(scenario: Scenario, ours: Outcome, theirs: Outcome, ask: Ask | None = None) -> Verdict:
+    if theirs.steps > STEP_CAP:
+        if ours.kind == "timeout":
+            return Verdict("match", f"both searches past {STEP_CAP} steps")
+        return Verdict("unexplained", f"upstream took {theirs.steps} steps, kubedra stopped "
+                                      f"within {STEP_CAP}\n" + describe(ours, theirs))  # fmt: skip
+    if outcomes_equal(ours, theirs) and ours.kind != "error" and _steps_differ(ours, theirs):
+        return Verdict("unexplained", f"search steps differ: kubedra {ours.steps}, upstream "
+                                      f"{theirs.steps}\n" + describe(ours, theirs))  # fmt: skip
     if outcomes_equal(ours, theirs):
         same = ours.kind != "error" or ours.message == theirs.message
         return Verdict("match", same_words=same)

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from tests.conformance import cel_grammar, strategies
 from tests.conformance.cel_case import CelCase, judge_cel, oracle_cel_outcome
-from tests.conformance.compare import Ask, judge
+from tests.conformance.compare import Ask, judge, step_budget
 from tests.conformance.oracle import Oracle
 from tests.conformance.scenario import Scenario, oracle_outcome
 
@@ -62,8 +62,8 @@ def run_allocator(oracle: Oracle, count: int, seed_value: int, tally: Tally) -> 
     started = time.perf_counter()
 
     def check(scenario: Scenario) -> None:
-        ours = scenario.run_kubedra()
         theirs = oracle_outcome(oracle.ask("alloc", scenario.oracle_request()))
+        ours = scenario.run_kubedra(max_steps=step_budget(theirs))
         verdict = judge(scenario, ours, theirs, asker(oracle, scenario))
         if verdict.status == "unexplained":
             raise Mismatch(f"{verdict.why}\n--- scenario ---\n{scenario.manifests()}")

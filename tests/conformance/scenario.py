@@ -29,7 +29,8 @@ from kubedra.api.codec import decode_object, plain
 from kubedra.api.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
 
 Wire = dict[str, Any]
-TIMEOUT_S = 10.0
+TIMEOUT_S = 10.0  # upstream's budget; kubedra gets upstream's step count instead
+SAFETY_S = 600.0  # kubedra's wall-clock guard when it runs on a step budget
 
 # kubedra's switches -> upstream's structured.Features (DeviceTaintRules is not an
 # allocator feature upstream: the scheduler's slice tracker applies the rules).
@@ -71,8 +72,12 @@ class Scenario:
             "timeoutMs": int(TIMEOUT_S * 1000),
         }
 
-    def run_kubedra(self) -> Outcome:
-        """kubedra's answer, upstream-exact CEL, objects decoded as a manifest would be."""
+    def run_kubedra(self, max_steps: int | None = None) -> Outcome:
+        """kubedra's answer, upstream-exact CEL, objects decoded as a manifest would be.
+
+        With `max_steps` (upstream's effort on the same scenario) the search stops there
+        instead of after a time: the same search takes the same steps, however much slower
+        Python is, and a search upstream abandoned is abandoned at the same point."""
         classes = {c.name: c for c in map(_decode, self.classes)}
         inventory = Inventory.build(
             [_decode(s) for s in self.slices],
@@ -92,17 +97,20 @@ class Scenario:
                 state,
                 features=self.features,
                 strict_cel=True,
-                timeout_s=TIMEOUT_S,
+                timeout_s=SAFETY_S if max_steps else TIMEOUT_S,
+                max_steps=max_steps,
             )
         except AllocationTimeout:
-            return Outcome("timeout")
+            return Outcome("timeout", steps=max_steps or 0)
         except AllocationError as exc:
             return Outcome("error", message=str(exc))
         if found.results is None:
             summary = found.unsatisfiable.summary if found.unsatisfiable else ""
             invalid = summary.startswith("invalid resource pools")
-            return Outcome("unsatisfiable", message="invalid pools" if invalid else "")
-        return Outcome("allocated", results=tuple(normalized(plain(r)) for r in found.results))
+            message = "invalid pools" if invalid else ""
+            return Outcome("unsatisfiable", message=message, steps=found.steps)
+        results = tuple(normalized(plain(r)) for r in found.results)
+        return Outcome("allocated", results=results, steps=found.steps)
 
     def manifests(self) -> str:
         """The scenario as one YAML stream (for a regression test or `kubedra allocate`)."""
@@ -152,21 +160,24 @@ class Outcome:
     kind: str
     results: tuple[Wire, ...] = ()
     message: str = ""
+    steps: int = 0  # search steps (allocateOne invocations); 0: not known
 
 
 def oracle_outcome(answer: Wire) -> Outcome:
+    steps = int(answer.get("steps", 0))
     if answer.get("timeout"):
-        return Outcome("timeout")
+        return Outcome("timeout", steps=steps)
     error = answer.get("error")
     if error is not None:
         # Upstream reports "no device from a valid pool fits" as an error wrapping
         # ErrFailedAllocationOnNode: the node is unsuitable, nothing is fatal.
         if error.startswith("invalid resource pools were encountered"):
-            return Outcome("unsatisfiable", message="invalid pools")
-        return Outcome("error", message=error)
+            return Outcome("unsatisfiable", message="invalid pools", steps=steps)
+        return Outcome("error", message=error, steps=steps)
     if answer.get("unsatisfiable"):
-        return Outcome("unsatisfiable")
-    return Outcome("allocated", results=tuple(normalized(r) for r in answer.get("results", ())))
+        return Outcome("unsatisfiable", steps=steps)
+    results = tuple(normalized(r) for r in answer.get("results", ()))
+    return Outcome("allocated", results=results, steps=steps)
 
 
 SHARE = "<share id>"

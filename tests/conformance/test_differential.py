@@ -12,7 +12,7 @@ from tests.conformance.oracle import Oracle
 from tests.conformance.runner import Tally, run_allocator, run_cel
 
 ALLOCATOR_CASES = int(os.environ.get("KUBEDRA_CONFORMANCE_ALLOC", "400"))
-CEL_CASES = int(os.environ.get("KUBEDRA_CONFORMANCE_CEL", "1500"))
+CEL_CASES = int(os.environ.get("KUBEDRA_CONFORMANCE_CEL", "1000"))
 
 
 def test_allocator_matches_upstream(oracle: Oracle) -> None:

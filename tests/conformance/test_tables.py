@@ -15,7 +15,7 @@ from kubedra.allocator import AllocatedState
 from kubedra.api.codec import to_dict
 from kubedra.api.resource import ResourceSlice
 from tests.allocator.test_table import CASES, Case
-from tests.conformance.compare import judge
+from tests.conformance.compare import judge, step_budget
 from tests.conformance.oracle import Oracle
 from tests.conformance.runner import asker
 from tests.conformance.scenario import Scenario, Wire, oracle_outcome, to_api_form
@@ -84,7 +84,7 @@ def scenario(case: Case) -> Scenario:
 )
 def test_table_case_matches_upstream(name: str, oracle: Oracle) -> None:
     sc = scenario(CASES[name])
-    ours = sc.run_kubedra()
     theirs = oracle_outcome(oracle.ask("alloc", sc.oracle_request()))
+    ours = sc.run_kubedra(max_steps=step_budget(theirs))
     verdict = judge(sc, ours, theirs, asker(oracle, sc))
     assert verdict.status != "unexplained", f"{verdict.why}\n{sc.manifests()}"

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -48,6 +49,8 @@ type allocAnswer struct {
 	Unsatisfiable bool                           `json:"unsatisfiable,omitempty"`
 	Error         string                         `json:"error,omitempty"`
 	Timeout       bool                           `json:"timeout,omitempty"`
+	// Steps is the search effort: allocateOne invocations (0 where not reported).
+	Steps int64 `json:"steps,omitempty"`
 }
 
 type classLister map[string]*resourceapi.DeviceClass
@@ -103,15 +106,26 @@ func allocate(body json.RawMessage) (any, error) {
 	node.Name = req.Node.Name
 	node.Labels = req.Node.Labels
 	results, err := allocator.Allocate(ctx, node, req.Claims)
+	steps := searchSteps(allocator)
 	switch {
 	case ctx.Err() != nil:
-		return allocAnswer{Timeout: true}, nil
+		return allocAnswer{Timeout: true, Steps: steps}, nil
 	case err != nil:
-		return allocAnswer{Error: err.Error()}, nil
+		return allocAnswer{Error: err.Error(), Steps: steps}, nil
 	case results == nil:
-		return allocAnswer{Unsatisfiable: true}, nil
+		return allocAnswer{Unsatisfiable: true, Steps: steps}, nil
 	}
-	return allocAnswer{Results: results}, nil
+	return allocAnswer{Results: results, Steps: steps}, nil
+}
+
+// searchSteps reads the allocator's statistics (GetStats, which the newer
+// implementations have; its type is internal, hence reflection).
+func searchSteps(allocator structured.Allocator) int64 {
+	method := reflect.ValueOf(allocator).MethodByName("GetStats")
+	if !method.IsValid() {
+		return 0
+	}
+	return method.Call(nil)[0].FieldByName("NumAllocateOneInvocations").Int()
 }
 
 // allocatedState is built from claim statuses as the scheduler's allocated-devices

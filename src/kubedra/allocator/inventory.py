@@ -157,6 +157,12 @@ def device_view(driver: str, device: Device) -> tuple[DeviceView | None, str | N
     return DeviceView(driver, attrs, capacity, bool(device.allow_multiple_allocations)), None
 
 
+def _uses_compatibility_groups(sl: ResourceSlice) -> bool:
+    """A slice with a device that consumes counters in compatibility groups (alpha):
+    upstream ignores it while DRADeviceCompatibilityGroups is off, as kubedra always does."""
+    return any(c.compatibility_groups for d in sl.spec.devices for c in d.consumes_counters)
+
+
 def _rule_matches(rule: DeviceTaintRule, ref: DeviceRef) -> bool:
     sel = rule.spec.device_selector
     if sel is None:  # nil selector: no devices (an empty one selects all)
@@ -279,6 +285,8 @@ class Inventory:
                 spec.per_device_node_selection is not None or spec.shared_counters
             ):
                 continue
+            if _uses_compatibility_groups(sl):
+                continue  # DRADeviceCompatibilityGroups is off: the pool is incomplete
             if not self._relevant(sl, node):
                 continue
             pkey = (spec.driver, spec.pool.name)
@@ -298,7 +306,11 @@ class Inventory:
             pool_slices = self._by_pool[pkey]
             if any(s.spec.pool.generation > gen for s in pool_slices):
                 continue  # obsolete for this node: a newer generation exists elsewhere
-            same = [s for s in pool_slices if s.spec.pool.generation == gen]
+            same = [
+                s
+                for s in pool_slices
+                if s.spec.pool.generation == gen and not _uses_compatibility_groups(s)
+            ]
             if len(same) != wanted:
                 pools.append(Pool(pkey[0], pkey[1], gen, incomplete=True))
                 continue

@@ -384,6 +384,10 @@ class Search:
         cname = claim_name(claim)
         name = parent_name if si < 0 else request.name  # type: ignore[union-attr]
         where = f"claim {cname}, request {name}"
+        if request.derived_attributes:
+            raise AllocationError(
+                f"{where}: cannot handle request with derived attributes, the feature is disabled"
+            )
         for i, sel in enumerate(request.selectors):
             if sel.cel is None:
                 raise AllocationError(
