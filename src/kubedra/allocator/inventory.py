@@ -73,6 +73,7 @@ class DeviceEntry:
     # Capacity by name as published: upstream matches requests, consumed capacity and
     # policies on the literal key (a request for "driver/bw" does not find "bw").
     capacity: dict[str, DeviceCapacity]
+    policies: bool  # some capacity has a request policy
     # consumesCounters as (counter set, [(counter, nanos)]).
     consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]
     multi: bool  # allowMultipleAllocations
@@ -227,6 +228,7 @@ class Inventory:
                         view_error=error,
                         taints=taints,
                         capacity=device.capacity,
+                        policies=any(c.request_policy for c in device.capacity.values()),
                         consumes=consumes,
                         multi=bool(device.allow_multiple_allocations),
                         binding=bool(device.binding_conditions),

@@ -571,6 +571,8 @@ class Search:
     ) -> dict[str, Quantity] | None:
         """What the request consumes of the device, if that fits beside what allocated
         claims (`used`) and this attempt (`inflight`) already consume; else None."""
+        if rd.capacity is None and not entry.multi and not entry.policies:
+            return {}  # all of each capacity, which nobody else can hold: it fits
         try:
             cons = consumption(rd.capacity, entry.capacity, self.features.fractional_capacity_range)
         except CapacityError as exc:
