@@ -56,7 +56,7 @@ def unavailable() -> str | None:
     try:
         _go()
     except BinariesMissing as exc:
-        return f"upstream oracle unavailable: {exc}"
+        return f"upstream oracle unavailable (tools/oracle is built with Go 1.26+): {exc}"
     return None
 
 

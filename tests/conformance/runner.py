@@ -16,8 +16,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from tests.conformance import cel_grammar, strategies
+from tests.conformance import cel_grammar, strategies, value_grammar
 from tests.conformance.cel_case import CelCase, judge_cel, oracle_cel_outcome
+from tests.conformance.cel_value import ValueCase, judge_value
 from tests.conformance.compare import Ask, judge, step_budget
 from tests.conformance.oracle import Oracle
 from tests.conformance.scenario import Scenario, oracle_outcome
@@ -104,5 +105,26 @@ def run_cel(oracle: Oracle, count: int, seed_value: int, tally: Tally) -> Tally:
         tally.different_words += not verdict.same_words
 
     _run(cel_grammar.cases(), count, seed_value, check)
+    tally.seconds += time.perf_counter() - started
+    return tally
+
+
+def run_values(oracle: Oracle, count: int, seed_value: int, tally: Tally) -> Tally:
+    started = time.perf_counter()
+
+    def check(case: ValueCase) -> None:
+        answer = oracle.ask("value", {"expression": case.expression})
+        verdict = judge_value(case, answer)
+        if verdict.status == "unexplained":
+            raise Mismatch(f"{verdict.why}\n--- expression ---\n{case.expression}")
+        kind = "compile error" if "compileError" in answer else "error" if "error" in answer \
+            else "value"  # fmt: skip
+        tally.cases += 1
+        tally.outcomes[kind] += 1
+        tally.tags.update(case.tags)
+        tally.verdicts[verdict.status] += 1
+        tally.different_words += not verdict.same_words
+
+    _run(value_grammar.cases(), count, seed_value, check)
     tally.seconds += time.perf_counter() - started
     return tally
