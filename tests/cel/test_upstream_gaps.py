@@ -112,6 +112,16 @@ NUMBER_VALUES: list[tuple[str, object]] = [
     ("dyn(0.0/0.0) == 1", False),
     ("1e20 > dyn(9223372036854775807)", True),
     ("dyn(18446744073709551615u) < 1.8446744073709552e19", False),
+    # Found by the differential runs (tests/conformance): doubles print as Go's %g.
+    ("string(123456.0)", "123456"),
+    ("string(1234567.0)", "1.234567e+06"),
+    ("string(1e20)", "1e+20"),
+    ("'%s'.format([1e20])", "1e+20"),
+    # isInteger()/asInteger() answer from upstream's int64 form, not from the value.
+    ("quantity('1e3').isInteger() && quantity('1Gi').isInteger()", True),
+    ("quantity('1000m').isInteger() || quantity('2.0').isInteger()", False),
+    ("quantity('0.0').add(1).asInteger()", 1),
+    ("sign(quantity('-1Ki'))", -1),
 ]
 
 # Conversions of constants and constant regexes are evaluated when the program is built
@@ -144,6 +154,9 @@ ERRORS: list[tuple[str, type[CelError], str]] = [
      "can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and "
      "timestamps, was given kubernetes.Quantity"),
     ("'%d'.format([dyn('x')])", E, "decimal clause can only be used on integers, was given string"),
+    ("'a'.substring(0, -1)", E, "invalid substring range. start: 0, end: -1"),
+    ("quantity('2.0').asInteger()", E, "cannot convert value to integer"),
+    ("quantity('1').sign()", C, "found no matching overload for 'sign' applied to 'kubernetes.Quantity.()'"),
 ]  # fmt: skip
 
 # format as cel-go prints it through x/text's en_US printer.
