@@ -188,7 +188,7 @@ def _tally(
         assert tally.drivers is not None
         tally.drivers[entry.ref.driver] += 1
         try:
-            tally.admitted += _admits(inventory, expressions, entry, scheduler, strict)
+            tally.admitted += _admits(inventory, expressions, entry, strict)
         except CelCompileError:
             tally.compile_error = True
             return tally
@@ -203,14 +203,12 @@ def _admits(
     inventory: Inventory,
     expressions: Sequence[str],
     entry: DeviceEntry,
-    scheduler: Scheduler,
     strict: bool,
 ) -> bool:
     """All selectors true, evaluated as the allocator does (every one, so a run-time error
     behind a false selector is still seen, as upstream evaluates the class's selectors in
     order and stops at an error)."""
-    features = scheduler.features
-    return all(inventory.matches(e, entry, strict=strict, features=features) for e in expressions)
+    return all(inventory.matches(e, entry, strict=strict) for e in expressions)
 
 
 def _selections(
