@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test e2e controlplane lint bench clean driver-kills store-kills
+.PHONY: demo test e2e controlplane lint bench bench-quick clean driver-kills store-kills fuzz conformance
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,12 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/python -m pytest
 
+# Hostile input, long mode: 5,000 manifests through load/lint/apply/allocate and 20,000 CEL
+# expressions through every CEL entry point (make test runs a fixed-seed sample of each).
+fuzz: $(STAMP)
+	KUBEDRA_FUZZ_INPUT=5000 KUBEDRA_FUZZ_CEL=20000 $(BIN)/python -m pytest -s \
+		tests/fuzz/test_fuzz_input.py tests/cel/test_fuzz.py
+
 # kill -9 the node driver 100 times during prepares/unprepares (make test runs 6)
 driver-kills: $(STAMP)
 	KUBEDRA_DRIVER_KILLS=100 $(BIN)/python -m pytest tests/driver/test_kill.py
@@ -39,8 +45,25 @@ controlplane: $(STAMP)
 e2e: controlplane
 	$(BIN)/python -m pytest tests/e2e --e2e
 
+# The Helm chart deploy/helm/kubedra with its default values, as plain manifests on stdout
+# (`make -s render-deploy | kubectl apply -f -`). helm is built from its Go module into
+# ~/.cache/kubedra the first time; rendering needs no network and no virtual environment.
+.PHONY: render-deploy
+render-deploy:
+	@PYTHONPATH=src $(PYTHON) -m kubedra.devcluster.deploy
+
+# Differential runs against upstream's own allocator and CEL environment (tools/oracle,
+# built with Go 1.26+ on first use): 20,000 scenarios and 50,000 selectors, report in
+# docs/conformance.md. `make test` runs a fixed-seed sample of the same.
+conformance: $(STAMP)
+	$(BIN)/python -m tests.conformance --report docs/conformance.md
+
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Every benchmark once on small workloads: a check that they run, not a measurement.
+bench-quick: $(STAMP)
+	$(BIN)/python -m bench --quick
 
 clean:
 	rm -rf $(VENV) .kubedra .pytest_cache .mypy_cache .ruff_cache

@@ -24,17 +24,18 @@ def _slice(
     driver: str,
     devices: list[dict[str, Any]],
     counters: list[dict[str, Any]] | None = None,
+    count: int = 1,
 ) -> ResourceSlice:
+    """A slice of devices, or (1.35+: never both in one slice) of shared counters."""
     spec: dict[str, Any] = {
         "driver": driver,
-        "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+        "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": count},
         "nodeName": "node-1",
-        "devices": devices,
     }
+    if devices:
+        spec["devices"] = devices
     if counters:
         spec["sharedCounters"] = counters
-        del spec["nodeName"]
-        spec["allNodes"] = True
     return _obj(
         {
             "apiVersion": "resource.k8s.io/v1",
@@ -94,7 +95,7 @@ def _nics() -> list[dict[str, Any]]:
     ]
 
 
-def _mig() -> ResourceSlice:
+def _mig() -> list[ResourceSlice]:
     profiles = (
         [("1g.10gb", 1, "10Gi")] * 7 + [("3g.40gb", 3, "40Gi")] * 2 + [("7g.80gb", 7, "80Gi")]
     )
@@ -111,12 +112,9 @@ def _mig() -> ResourceSlice:
         }
         for i, (p, s, m) in enumerate(profiles)
     ]
-    return _slice(
-        "mig",
-        GPU,
-        devices,
-        [{"name": "gpu-0", "counters": {"slices": {"value": "7"}, "memory": {"value": "80Gi"}}}],
-    )
+    counters = [{"name": "gpu-0", "counters": {"slices": {"value": "7"},
+                                              "memory": {"value": "80Gi"}}}]  # fmt: skip
+    return [_slice("mig", GPU, devices, count=2), _slice("mig-counters", GPU, [], counters, 2)]
 
 
 def _time(fn: Any, calls: int) -> float:
@@ -127,7 +125,7 @@ def _time(fn: Any, calls: int) -> float:
 def run() -> list[Row]:
     classes = {"gpu": _class("gpu", GPU), "nic": _class("nic", NIC)}
     inv = Inventory.build([_slice("gpus", GPU, _gpus()), _slice("nics", NIC, _nics())])
-    mig_inv = Inventory.build([_mig()])
+    mig_inv = Inventory.build(_mig())
     empty = AllocatedState()
     rows: list[Row] = []
 

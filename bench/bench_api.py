@@ -15,11 +15,11 @@ from typing import Any
 import msgspec
 import yaml
 
-from bench.harness import DATA_DIR, Row, best_of
+from bench.harness import DATA_DIR, Row, best_of, sized
 from kubedra.api.loader import load_text
 from kubedra.api.validation import validate
 
-SLICES, DEVICES, ATTRIBUTES = 5000, 8, 12
+SLICES, DEVICES, ATTRIBUTES = sized(5000, 500), 8, 12
 TARGET_OVERHEAD = 0.5
 
 
@@ -56,7 +56,7 @@ def slice_doc(n: int) -> dict[str, Any]:
 def write_inputs() -> tuple[Path, Path]:
     """The YAML stream and the JSON List, generated once into bench/.data."""
     DATA_DIR.mkdir(parents=True, exist_ok=True)
-    yaml_path, json_path = DATA_DIR / "slices.yaml", DATA_DIR / "slices.json"
+    yaml_path, json_path = DATA_DIR / f"slices-{SLICES}.yaml", DATA_DIR / f"slices-{SLICES}.json"
     if not yaml_path.exists() or not json_path.exists():
         docs = [slice_doc(n) for n in range(SLICES)]
         dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -120,11 +120,39 @@ def format_rows(fmt: str, text: str, loaders: dict[str, Any], repeat: int) -> li
     return rows
 
 
+def reader_rows(texts: dict[str, str]) -> list[Row]:
+    """The bounded readers on normal files: kubedra's event-driven YAML builder (every input
+    bound checked) against PyYAML's own compose + construct (none checked), and the cost of
+    the strict JSON pass (duplicate fields, number lengths) next to msgspec's decode."""
+    from kubedra.api.json_reader import check_strict, json_objects
+    from kubedra.api.yaml_reader import Loader, yaml_documents
+
+    def pyyaml(text: str) -> None:
+        loader = Loader(text)
+        while loader.check_node():
+            loader.construct_document(loader.get_node())
+
+    raw = texts["json"].encode()
+    items = [obj for _, obj, _ in json_objects(raw)]
+    yaml_s = best_of(lambda: list(yaml_documents(texts["yaml"])), 2)
+    pyyaml_s = best_of(lambda: pyyaml(texts["yaml"]), 2)
+    strict_s = best_of(lambda: [check_strict(item) for item in items], 3)
+    msgspec_s = best_of(lambda: msgspec.json.decode(raw), 3)
+    return [
+        Row("api", "yaml: PyYAML compose + construct (no bounds)", pyyaml_s * 1e3, "ms"),
+        Row("api", "yaml: kubedra reader (all bounds checked)", yaml_s * 1e3, "ms",
+            note=f"{(yaml_s / pyyaml_s - 1) * 100:+.0f}% vs PyYAML"),
+        Row("api", "json: strict pass (duplicates, numbers)", strict_s * 1e3, "ms",
+            note=f"{strict_s / msgspec_s:.1f}x msgspec's decode ({msgspec_s * 1e3:.0f} ms)"),
+    ]  # fmt: skip
+
+
 def run() -> list[Row]:
     yaml_path, json_path = write_inputs()
     texts = {"yaml": yaml_path.read_text(), "json": json_path.read_text()}
     rows: list[Row] = []
     for fmt, loaders in _raw_loaders().items():
         rows += format_rows(fmt, texts[fmt], loaders, repeat=5 if fmt == "json" else 2)
+    rows += reader_rows(texts)
     rows += model_layer_rows(json.loads(texts["json"])["items"])
     return rows

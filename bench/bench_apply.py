@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 
 from bench.bench_api import slice_doc
-from bench.harness import Row, best_of, per_call
+from bench.harness import Row, best_of, per_call, sized
 from kubedra.api.apply import merge_applied, with_last_applied
 from kubedra.api.codec import decode_object
 from kubedra.api.core import Pod
@@ -25,7 +25,7 @@ from kubedra.cluster import SqliteStore
 from kubedra.cluster.apply import apply_object
 from kubedra.cluster.store import atomic
 
-PODS = 500
+PODS = sized(500, 50)
 
 
 def pod(n: int, label: str = "a") -> Pod:
@@ -91,12 +91,14 @@ def bind_rows(folder: Path) -> list[Row]:
     store = SqliteStore(folder / "bind.db")
     created = [store.create(pod(n)) for n in range(PODS)]
     pending = iter(created)
-    update = per_call(lambda: store.update(bound(next(pending))), PODS, repeat=1)
+    # The update rules refuse nodeName in an update (as the API server does): a bind is
+    # `pods/binding`, the store's `bind`.
+    update = per_call(lambda: store.bind(next(pending), "node-1"), PODS, repeat=1)
     store.close()
     return [
         Row("apply", "update rules: pod bind check (validate_update)", check * 1e6, "us"),
-        Row("apply", "SqliteStore.update: pod bind, rules included", update * 1e6, "us",
-            note=f"rules {check / update:.0%} of it"),
+        Row("apply", "SqliteStore.bind: pod bind", update * 1e6, "us",
+            note=f"an update's rules check would be {check / update:.0%} of it"),
     ]
 
 

@@ -1,18 +1,38 @@
-"""The benchmark harness: rows, timing helpers, and the table printer.
+"""The benchmark harness: rows, timing helpers, the quick mode, and the table printer.
 
 Each `bench/bench_*.py` module exposes `run() -> list[Row]`. Targets are checked here and
 shown in the table, never asserted by unit tests (timings depend on the machine).
+
+Quick mode (`python -m bench --quick`, `make bench-quick`, or KUBEDRA_BENCH_QUICK=1) is a
+check that every benchmark still runs, not a measurement: `best_of` and `per_call` time
+once, on a tenth of the calls, and a module sizes its workload with `sized(full, quick)`.
+Its figures are marked as quick in the table.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
+N = TypeVar("N", int, float)
 DATA_DIR = Path(__file__).resolve().parent / ".data"
+QUICK_ENV = "KUBEDRA_BENCH_QUICK"
+
+
+def quick() -> bool:
+    """Whether this is a quick pass (read from the environment, so that the benchmarks'
+    own subprocesses see it too)."""
+    return os.environ.get(QUICK_ENV, "") not in ("", "0")
+
+
+def sized(full: N, small: N) -> N:
+    """A workload size: `full` for a measurement, `small` in quick mode."""
+    return small if quick() else full
 
 
 @dataclass(frozen=True)
@@ -29,9 +49,10 @@ class Row:
 
 
 def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
-    """Best wall time of `repeat` runs, in seconds, with the GC paused (less noise)."""
+    """Best wall time of `repeat` runs (one in quick mode), in seconds, with the GC paused
+    (less noise)."""
     best = float("inf")
-    for _ in range(repeat):
+    for _ in range(1 if quick() else repeat):
         gc.collect()
         gc.disable()
         try:
@@ -44,7 +65,9 @@ def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
 
 
 def per_call(fn: Callable[[], object], calls: int, repeat: int = 3) -> float:
-    """Best time of one call, in seconds, averaged over `calls` calls per run."""
+    """Best time of one call, in seconds, averaged over `calls` calls per run (a tenth of
+    them in quick mode)."""
+    calls = max(1, calls // 10) if quick() else calls
 
     def loop() -> None:
         for _ in range(calls):
@@ -54,7 +77,10 @@ def per_call(fn: Callable[[], object], calls: int, repeat: int = 3) -> float:
 
 
 def format_table(rows: list[Row]) -> str:
-    """Render rows as a fixed-width table."""
+    """Render rows as a fixed-width table (in quick mode, said above it: its figures come
+    from smaller workloads and single runs, so targets are not judged)."""
+    if quick():
+        rows = [Row(r.group, r.name, r.value, r.unit, r.target, None, r.note) for r in rows]
     header = ("group", "benchmark", "value", "unit", "target", "ok", "note")
     body = [
         (
@@ -72,4 +98,6 @@ def format_table(rows: list[Row]) -> str:
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) for row in body]
+    if quick():
+        lines.insert(0, "QUICK MODE: small workloads, single runs; not measurements")
     return "\n".join(lines)

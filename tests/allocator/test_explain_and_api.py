@@ -83,7 +83,7 @@ def test_state_from_claims_round_trip() -> None:
     rebuilt = AllocatedState.from_claims([persisted])
     assert rebuilt.devices == frozenset({("driver-a", "pool-1", "device-2")})
     assert rebuilt.consumed(("driver-a", "pool-1", "device-1")) == {
-        "driver-a/bw": Quantity.parse("4").nanos
+        "bw": Quantity.parse("4").nanos  # keyed as the device publishes it (upstream)
     }  # type: ignore[arg-type]
     again = allocate([claim("c2", req(capacity={"bw": "6"}))], NODE1, inv, CLASSES, rebuilt)
     assert again.results is not None

@@ -158,6 +158,23 @@ def test_syntax_error_names_file_and_line() -> None:
     assert problem.message.startswith("cannot parse: ")
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("kind: Pod\nmetadata:\n  name: x\n bad: [\n",
+      "cannot parse: while parsing a block mapping (line 1, column 1): "
+      "did not find expected key (line 4, column 2)"),
+     ('kind: "Pod\n',
+      "cannot parse: while scanning a quoted scalar (line 1, column 7): "
+      "found unexpected end of stream (line 2, column 1)"),
+     ("a: b: c\n", "cannot parse: mapping values are not allowed in this context (line 1, column 5)")],
+)
+def test_syntax_error_keeps_pyyaml_whole_message_on_one_line(text: str, message: str) -> None:
+    """Both halves of PyYAML's message (what it was parsing, what it found), each with its
+    line and column: the first half alone does not say what is wrong."""
+    (problem,) = load_text(text, "broken.yaml").problems
+    assert problem.message == message and "\n" not in problem.message
+
+
 def test_unsupported_kind_and_version() -> None:
     with pytest.raises(ValidationError) as info:
         decode_object({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}})

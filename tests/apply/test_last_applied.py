@@ -115,7 +115,11 @@ spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}
     assert last_applied(claim) is None
 
 
-@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '"a string"'])
+@pytest.mark.parametrize(
+    "text",
+    ["{not json", "[1, 2]", '"a string"', '{"a":' * 5000 + "1" + "}" * 5000, '{"a": 1, "a": 2}'],
+    ids=["syntax", "list", "string", "deep", "duplicate-key"],
+)
 def test_a_broken_annotation_is_one_clear_error(text: str) -> None:
     claim = load("""
 apiVersion: resource.k8s.io/v1

@@ -12,24 +12,19 @@ from __future__ import annotations
 import contextlib
 import random
 import re
-import resource
 import sys
-import time
-import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from kubedra.api.quantity import Quantity
 from kubedra.api.semver import Semver
 from kubedra.cel import CelError, DeviceView, compile_selector, evaluate_expression
+from tests.fuzz.harness import Runs, main, run_drawn, span_edit
 
 ROOT = Path(__file__).resolve().parents[2]
-MAX_SECONDS = 10.0
-MAX_GROWTH_BYTES = 1 << 30
 
 DEVICES = [
     DeviceView(
@@ -135,16 +130,9 @@ def corpus() -> list[str]:
 def mutate(rng: random.Random, text: str) -> str:
     """A few random edits: insert, delete or duplicate a span, splice a token."""
     for _ in range(rng.randint(1, 4)):
-        pos = rng.randint(0, len(text))
         op = rng.randrange(5)
-        if op == 0:
-            text = text[:pos] + rng.choice(_MUTATION_TOKENS) + text[pos:]
-        elif op == 1 and text:
-            end = min(len(text), pos + rng.randint(1, 8))
-            text = text[:pos] + text[end:]
-        elif op == 2 and text:
-            start = rng.randint(0, pos)
-            text = text[:pos] + text[start:pos] * rng.randint(1, 30) + text[pos:]
+        if op < 3:
+            text = span_edit(rng, text, _MUTATION_TOKENS, 8)
         elif op == 3:
             text = "(" * rng.randint(1, 300) + text + ")" * rng.randint(0, 300)
         else:
@@ -162,89 +150,55 @@ def mutations(seed: int) -> st.SearchStrategy[str]:
 # -- running one case -------------------------------------------------------------------
 @dataclass
 class Stats:
-    cases: int = 0
+    expressions: int = 0
     values: int = 0
     errors: int = 0
-    crashes: list[str] = field(default_factory=list)
-    slow: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    worst: float = 0.0
-
-
-def _peak_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    runs: Runs = field(default_factory=Runs)
 
 
 def run_case(expression: str, stats: Stats) -> None:
     """Every entry point on one expression; records crashes (non-CelError exceptions)."""
-    start, peak = time.perf_counter(), _peak_bytes()
-    for step in _steps(expression):
-        stats.cases += 1
-        try:
-            step()
-            stats.values += 1
-        except CelError:
-            stats.errors += 1
-        except Exception as exc:
-            frame = traceback.extract_tb(exc.__traceback__)[-1]
-            where = f"{Path(frame.filename).name}:{frame.lineno}"
-            stats.crashes.append(f"{type(exc).__name__} at {where}: {expression[:120]!r}")
-    elapsed = time.perf_counter() - start
-    stats.seconds += elapsed
-    stats.worst = max(stats.worst, elapsed)
-    if elapsed > MAX_SECONDS or _peak_bytes() - peak > MAX_GROWTH_BYTES:
-        stats.slow.append(f"{elapsed:.1f}s, +{(_peak_bytes() - peak) >> 20} MiB: "
-                          f"{expression[:120]!r}")  # fmt: skip
+    stats.expressions += 1
+    for step, fn in _steps(expression):
+        outcome = stats.runs.run(step, fn, (CelError,), repr(expression[:120]))
+        stats.errors += isinstance(outcome, CelError)
+        stats.values += outcome is True
 
 
-def _steps(expression: str) -> Iterator[object]:
-    def plain() -> None:
+def _steps(expression: str) -> Iterator[tuple[str, Callable[[], bool]]]:
+    """(entry point, run): each run returns True when it got a value."""
+
+    def plain() -> bool:
         evaluate_expression(expression, {"x": [1, "a", {"k": 2.5}], "a": {"b": {}}})
+        return True
 
-    yield plain
+    yield "evaluate", plain
     for strict in (False, True):
 
-        def selector(strict: bool = strict) -> None:
+        def selector(strict: bool = strict) -> bool:
             compiled = compile_selector(expression, strict=strict, enforce_cost_limit=False)
             for device in DEVICES:
                 with contextlib.suppress(CelError):
                     compiled.evaluate(device)
+            return True
 
-        yield selector
+        yield f"selector strict={strict}", selector
 
 
 def fuzz(count: int, seed_value: int = 0) -> Stats:
     """Run `count` generated or mutated expressions (reproducible for a given seed)."""
     stats = Stats()
-
-    @settings(max_examples=count, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))  # fmt: skip
-    @seed(seed_value)
-    @given(st.one_of(GRAMMAR, mutations(seed_value)))
-    def one(expression: str) -> None:
-        run_case(expression, stats)
-
-    one()
+    run_drawn(st.one_of(GRAMMAR, mutations(seed_value)), count, seed_value,
+              lambda expression: run_case(expression, stats))  # fmt: skip
     return stats
 
 
-def report(count: int, stats: Stats) -> str:
-    lines = [
-        f"{count} expressions, {stats.cases} entry-point runs in {stats.seconds:.1f} s "
-        f"(slowest {stats.worst:.2f} s): {stats.values} values, {stats.errors} CEL errors, "
-        f"{len(stats.crashes)} crashes, {len(stats.slow)} over {MAX_SECONDS:.0f} s or 1 GiB"
-    ]
-    lines += ["  " + line for line in sorted(set(stats.crashes))[:40] + stats.slow[:10]]
-    return "\n".join(lines)
-
-
-def main(argv: list[str]) -> int:
-    count = int(argv[0]) if argv else 1000
-    stats = fuzz(count, int(argv[1]) if len(argv) > 1 else 0)
-    print(report(count, stats))
-    return 1 if stats.crashes or stats.slow else 0
+def report(stats: Stats) -> str:
+    head = (f"{stats.expressions} expressions: {stats.values} values, {stats.errors} CEL "
+            f"errors; {stats.runs.summary()}")  # fmt: skip
+    return "\n".join([head, *stats.runs.details()])
 
 
 if __name__ == "__main__":
     sys.setrecursionlimit(1000)
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main(sys.argv[1:], fuzz, report))

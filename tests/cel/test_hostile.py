@@ -60,7 +60,7 @@ LITERALS: list[tuple[str, str, object]] = [
     ("uint-over", "18446744073709551616u", (C, "invalid uint literal")),
     ("int-over", "9223372036854775808", (C, "invalid int literal")),
     ("string-to-int-5000", "int('" + "9" * 5000 + "')",
-     (E, "type conversion error from 'string' to 'int'")),
+     (C, "program instantiation failed: type conversion error from 'string' to 'int'")),
 ]  # fmt: skip
 
 # Size-dependent work: cel-go's lists.range cap, then kubedra's size guards, which stop a

@@ -76,16 +76,16 @@ CASES: list[tuple[str, str, str, bool | Err]] = [
     ("attribute-names-exists", f'{GPU}.exists(n, n == "mig")', "gpu", True),
     ("capacity-map-filter", f"{CAP}.filter(n, n.startsWith('m')).size() == 1", "gpu", True),
     (
-        "macro-on-scalar",
+        "macro-on-scalar",  # attributes are `any` typed until list attributes come in
         f"{GPU}.count.exists(x, x > 0)",
         "gpu",
-        Err(E, "got 'types.Int', expected iterable type"),
+        Err(C, "expression of type 'any' cannot be range of a comprehension"),
     ),
     (
         "macro-on-semver",
         f"{GPU}.driverVersion.exists(x, true)",
         "gpu",
-        Err(E, "got 'cel.Semver', expected iterable type"),
+        Err(C, "expression of type 'any' cannot be range of a comprehension"),
     ),
     ("bind", f"cel.bind(g, {GPU}, g.count == 8 && g.mig)", "gpu", True),
     ("bind-nested", "cel.bind(a, 1, cel.bind(b, a + 1, b == 2))", "gpu", True),
@@ -123,7 +123,9 @@ CASES: list[tuple[str, str, str, bool | Err]] = [
     ("quantity-add-int", 'quantity("1").add(2) == quantity("3")', "gpu", True),
     ("quantity-sub", 'quantity("2Gi").sub(quantity("1Gi")) == quantity("1Gi")', "gpu", True),
     ("quantity-sub-int", 'quantity("5").sub(2).asInteger() == 3', "gpu", True),
-    ("quantity-sign", 'quantity("-1").sign() == -1 && quantity("0").sign() == 0', "gpu", True),
+    ("quantity-sign", 'sign(quantity("-1")) == -1 && sign(quantity("0")) == 0', "gpu", True),
+    ("quantity-sign-is-global", 'quantity("1").sign() == 1', "gpu",
+     Err(C, "found no matching overload for 'sign' applied to 'kubernetes.Quantity.()'")),
     (
         "quantity-is-integer",
         'quantity("1.5").isInteger() == false && quantity("2").isInteger()',
@@ -134,7 +136,7 @@ CASES: list[tuple[str, str, str, bool | Err]] = [
     ("quantity-as-integer-err", 'quantity("1.5").asInteger() == 1', "gpu", Err(E, "")),
     ("quantity-float", 'quantity("1.5").asApproximateFloat() == 1.5', "gpu", True),
     ("quantity-is-quantity", 'isQuantity("1Gi") && !isQuantity("1 Gi")', "gpu", True),
-    ("quantity-parse-error", 'quantity("abc").sign() == 0', "gpu", Err(E, "")),
+    ("quantity-parse-error", 'sign(quantity("abc")) == 0', "gpu", Err(E, "")),
     (
         "quantity-wrong-arg",
         "quantity(1).sign() == 0",
@@ -196,7 +198,7 @@ CASES: list[tuple[str, str, str, bool | Err]] = [
         "bad-regex-literal",
         'device.driver.matches("[")',
         "gpu",
-        Err(C, "invalid matches argument: error parsing regexp: missing closing ]: `[`"),
+        Err(C, "<input>:1:23: invalid matches argument"),
     ),
     ("reserved-word", "if == 1", "gpu", Err(C, "Syntax error")),
     ("reverse-not-in-v2", '"abc".reverse() == "cba"', "gpu", Err(C, "found no matching")),
@@ -368,12 +370,25 @@ COSTS = [
     ("device.allowMultipleAllocations == true", 3),
     (f"{DRA}.name.exists(x, x > 0)", 5 + 6 * 64),
     (f'{DRA}.names.all(x, x != "")', 5 + 4 * 64),
+    # Found by the differential run against upstream (tests/conformance), costs as
+    # upstream's estimator gives them: equality traverses the smaller operand (a semver
+    # beside a dyn attribute is unbounded, so the attribute's 64), O(1) between two
+    # Kubernetes values; a call on dyn costs its dearest overload (string(dyn) may be
+    # bytes -> string); Kubernetes' estimator prices indexOf by the node's own type; list
+    # elements of an attribute have no size bound.
+    (f'{DRA}.v == semver("1.0.0")', 12),
+    (f"string({DRA}.index) == '2'", 12),
+    (f"{DRA}.model.indexOf('1') == 1", 12),
+    ('quantity("1Gi") == quantity("1Gi")', 3),
+    ('device.capacity["dra.example.com"].memory == quantity("1Gi")', 6),
+    (f"{DRA}.zones.map(z, z + '!')[0] == 'z1!'", 2**64 - 1),
 ]
 
 
 @pytest.mark.parametrize(("expression", "cost"), COSTS, ids=[f"cost-{c}" for _, c in COSTS])
 def test_estimated_cost(expression: str, cost: int) -> None:
-    assert compile_selector(expression).estimated_cost == cost
+    compiled = compile_selector(expression, list_attributes=True, enforce_cost_limit=False)
+    assert compiled.estimated_cost == cost
 
 
 def test_nested_all_estimate_matches_upstream() -> None:

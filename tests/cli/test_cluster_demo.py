@@ -23,7 +23,7 @@ def test_create_publishes_slices_and_reset_clears(tmp_path: Path) -> None:
                   "--node-profile", "a100-40x8-mig=1")
     assert run.returncode == 0, run.stderr
     assert run.stdout == "cluster: 3 node(s) created: h100x8-0, h100x8-1, a100-40x8-mig-0\n"
-    slices = yaml.safe_load_all(kubedra("--store", store, "get", "rs", "-o", "yaml").stdout)
+    slices = yaml.safe_load(kubedra("--store", store, "get", "rs", "-o", "yaml").stdout)["items"]
     by_node: dict[str, list[dict[str, object]]] = {}
     for rs in slices:
         by_node.setdefault(rs["spec"]["nodeName"], []).append(rs)

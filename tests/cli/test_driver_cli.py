@@ -38,7 +38,7 @@ def test_simulated_driver_publishes_serves_and_cleans_up(tmp_path: Path) -> None
     while not socket.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert socket.exists() and (root / "plugins" / "gpu.nvidia.com" / "dra.sock").exists()
-    slices = list(yaml.safe_load_all(kubedra("--store", store, "get", "rs", "-o", "yaml").stdout))
+    slices = yaml.safe_load(kubedra("--store", store, "get", "rs", "-o", "yaml").stdout)["items"]
     assert [(s["spec"]["nodeName"], len(s["spec"]["devices"])) for s in slices] == [("h100x8-0", 8)]
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0

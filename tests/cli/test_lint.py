@@ -41,15 +41,15 @@ def test_clean_manifest_prints_nothing_and_exits_zero(tmp_path: Path) -> None:
 
 
 def test_errors_exit_one_with_file_line_object_and_path(tmp_path: Path) -> None:
-    doc = mutate(claim_doc(), "spec.devices.requests.0.exactly.count", 0)
+    doc = mutate(claim_doc(), "spec.devices.requests.0.exactly.count", -1)
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     run = kubedra("lint", str(path))
     assert run.returncode == 1
-    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if "count: 0" in t)
+    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if "count: -1" in t)
     assert run.stdout.splitlines() == [
         f"{path}:{line}: ResourceClaim default/train: spec.devices.requests[0].exactly.count: "
-        "Invalid value: 0: must be greater than zero"
+        "Invalid value: -1: must be greater than zero"
     ]
 
 

@@ -15,11 +15,13 @@ import textwrap
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from kubedra.api.core import Node
 from kubedra.api.meta import ObjectMeta
 from kubedra.cluster import SqliteStore, repair
+from kubedra.cluster.sqlite import SYSTEM_NAMESPACES
 from kubedra.errors import StoreError
 from tests.cli.test_lint import kubedra
 from tests.cluster.damage import DAMAGES, NODES, healthy, make, snapshot
@@ -66,7 +68,8 @@ def test_repair_names_what_it_lost_or_brought_back_older(tmp_path: Path) -> None
     healthy(path)
     store = SqliteStore(path)
     node = store.get(Node, "node-01")
-    store.update(node)  # node-01: a second version, logged
+    labelled = msgspec.structs.replace(node.metadata, labels={"changed": "yes"})
+    store.update(msgspec.structs.replace(node, metadata=labelled))  # a second version, logged
     store.close()
     db = sqlite3.connect(path)
     newest = db.execute("SELECT max(rv) FROM changes").fetchone()[0]
@@ -77,8 +80,9 @@ def test_repair_names_what_it_lost_or_brought_back_older(tmp_path: Path) -> None
     report = repair.repair(path)
     assert report is not None
     assert report.lost == ["Node node-02 (its row does not decode; no readable version logged)"]
-    assert report.older == [f"Node node-01 (back at resourceVersion 2, was {newest})"]
-    assert [f"{a}-{b}" if a != b else str(a) for a, b in report.missing_changes] == ["3", str(newest)]
+    first = len(SYSTEM_NAMESPACES)  # a new store begins with the system namespaces
+    assert report.older == [f"Node node-01 (back at resourceVersion {first + 2}, was {newest})"]
+    assert [f"{a}-{b}" if a != b else str(a) for a, b in report.missing_changes] == [str(first + 3), str(newest)]
     assert "node-02" not in names(path) and "node-01" in names(path)
 
 
@@ -89,7 +93,7 @@ def test_a_healthy_store_is_not_rebuilt_unless_forced(tmp_path: Path) -> None:
     assert repair.repair(path) is None
     assert snapshot(path) == before
     forced = repair.repair(path, force=True)
-    assert forced is not None and sum(forced.objects.values()) == NODES and forced.lines()[-1] == "lost: nothing that kubedra can tell"
+    assert forced is not None and forced.objects["Node"] == NODES and forced.lines()[-1] == "lost: nothing that kubedra can tell"
 
 
 def test_repair_refuses_a_store_in_use_a_directory_another_programs_database_and_a_newer_one(tmp_path: Path) -> None:
@@ -173,7 +177,7 @@ def test_the_store_commands_through_the_cli(tmp_path: Path) -> None:
     fixed = kubedra("--store", str(path), "store", "repair")
     assert fixed.returncode == 0, fixed.stderr
     assert fixed.stdout.splitlines()[0] == f"store {path} repaired"
-    assert "  recovered: 20 object(s) (20 Node), 20 change-log row(s)" in fixed.stdout.splitlines()
+    assert "  recovered: 24 object(s) (4 Namespace, 20 Node), 24 change-log row(s)" in fixed.stdout.splitlines()
     again = kubedra("--store", str(path), "store", "check")
     assert again.returncode == 0 and again.stdout.endswith("no faults found\n")
     assert kubedra("--store", str(path), "store", "backup", str(tmp_path / "b.db")).returncode == 0

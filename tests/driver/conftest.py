@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
-import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from kubedra.api.resource import (
     ResourceClaimStatus,
 )
 from kubedra.catalog.inventory import DriverInventory
+from kubedra.cluster.rest import Unreachable
 from kubedra.cluster.sqlite import SqliteStore
 from kubedra.driver.kubelet import PluginPaths
 from kubedra.driver.logs import LOGGER_NAME
@@ -37,6 +37,9 @@ from kubedra.driver.metrics import DriverMetrics
 from kubedra.driver.prepare import DeviceState
 from kubedra.driver.publisher import publish
 from kubedra.driver.server import PluginServer
+from kubedra.driver.status import StatusWriter
+
+from .driverproc import short_tempdir
 
 DATA = Path(__file__).parent / "data"
 GPU = "gpu.nvidia.com"
@@ -52,10 +55,8 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 
 @pytest.fixture
 def short_dir() -> Iterator[Path]:
-    """A short directory for unix sockets (sun_path is 108 bytes; pytest's tmp_path can be long)."""
-    path = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with short_tempdir() as path:
+        yield path
 
 
 def make_node(store: SqliteStore, name: str) -> Node:
@@ -134,8 +135,50 @@ def checkpoint_claims(plugin_dir: Path) -> dict[str, Any]:
     return dict(envelope["data"]["preparedClaims"])
 
 
+class FlakyStore(SqliteStore):
+    """The embedded store behind an API server that can go away: while `down` is set, every
+    call fails as KubeStore's do when the server cannot be reached (`refused` counts them)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.down = threading.Event()
+        self.refused = 0
+
+    def _gate(self, verb: str) -> None:
+        if self.down.is_set():
+            self.refused += 1
+            raise Unreachable(
+                f"cannot reach the API server https://127.0.0.1:1 ({verb}): connection refused"
+            )
+
+    def get(self, cls: Any, name: str, namespace: str = "default") -> Any:
+        self._gate(f"get {cls.KIND}")
+        return super().get(cls, name, namespace)
+
+    def list(self, cls: Any, *args: Any, **kwargs: Any) -> Any:
+        self._gate(f"list {cls.KIND}")
+        return super().list(cls, *args, **kwargs)
+
+    def create(self, obj: Any) -> Any:
+        self._gate("create")
+        return super().create(obj)
+
+    def update(self, obj: Any) -> Any:
+        self._gate("update")
+        return super().update(obj)
+
+    def update_status(self, obj: Any) -> Any:
+        self._gate("update status")
+        return super().update_status(obj)
+
+    def delete(self, cls: Any, name: str, namespace: str = "default") -> Any:
+        self._gate("delete")
+        return super().delete(cls, name, namespace)
+
+
 class Agent:
-    """A driver process: DeviceState + PluginServer on <root>/plugins... (restartable)."""
+    """A driver process: DeviceState + PluginServer + StatusWriter on <root>/plugins...
+    (restartable)."""
 
     def __init__(self, store: SqliteStore, root: Path, cdi: Path) -> None:
         self.store, self.root, self.cdi = store, root, cdi
@@ -144,9 +187,12 @@ class Agent:
 
     def start(self) -> Agent:
         self.metrics = DriverMetrics(GPU, NODE)
+        self.statuses = StatusWriter(self.store, GPU, initial=0.01, cap=0.05)
         self.state = DeviceState(
-            self.store, GPU, NODE, self.paths.plugin_dir, self.cdi, self.metrics, lock_timeout=5
-        )
+            self.store, GPU, NODE, self.paths.plugin_dir, self.cdi, self.metrics,
+            statuses=self.statuses, lock_timeout=5,
+        )  # fmt: skip
+        self.statuses.start().enqueue_all(self.state.prepared)
         self.state.set_devices(gpu_inventory(8).devices)
         self.server = PluginServer(self.state, self.paths)
         self.server.start()
@@ -156,6 +202,7 @@ class Agent:
         if self.server:
             self.server.stop()
             self.server = None
+            self.statuses.stop()
             self.state.close()
 
 

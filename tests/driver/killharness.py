@@ -2,7 +2,8 @@
 NodePrepareResources / NodeUnprepareResources calls, restart it, check after every restart:
 
 - no temporaries in the plugin or CDI directory; the checkpoint passes its checksum;
-- checkpoint entries == CDI specs on disk (same UIDs, same content) == MPS host dirs;
+- checkpoint entries == CDI specs on disk (same UIDs, same content) == MPS host dirs, and
+  every checkpointed claim's status.devices lists its devices as Ready;
 - every claim whose prepare the kubelet saw succeed is still prepared, with the same devices,
   and every claim whose unprepare it saw succeed is not;
 - a prepare after the restart returns the same devices (idempotent).
@@ -28,7 +29,7 @@ from kubedra.cluster.sqlite import SqliteStore
 from kubedra.driver.kubelet import KubeletClient
 
 from .conftest import make_claim
-from .driverproc import DriverProcess, disk_problems
+from .driverproc import DriverProcess, disk_problems, status_problems
 
 NODE = "sim-1"
 MPS = {
@@ -106,6 +107,11 @@ class Kubelet:
 
     def check(self, driver: DriverProcess, cdi: Path, when: str) -> None:
         claims, problems = disk_problems(driver.paths.plugin_dir, cdi)
+        store = SqliteStore(driver.store)
+        try:
+            problems += status_problems(store, claims)
+        finally:
+            store.close()
         for uid, devices in self.state.items():
             if devices is not None and uid not in claims:
                 problems.append(f"acknowledged prepare lost: {uid}")

@@ -12,7 +12,7 @@ from .killharness import run_kills
 KILLS = int(os.environ.get("KUBEDRA_DRIVER_KILLS", "6"))
 
 
-def test_kill_9_during_prepare_and_unprepare_keeps_checkpoint_and_cdi_in_agreement(
+def test_kill_9_during_prepare_and_unprepare_keeps_checkpoint_cdi_and_status_in_agreement(
     short_dir: Path,
 ) -> None:
     report = run_kills(short_dir, KILLS, seed=25)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -105,10 +106,12 @@ def test_kube_scheduler_places_the_seed_pod_and_kubedra_reads_it(
     explained = run_kubedra(seeded, "explain", "pod", "vllm-inference")
     assert explained.returncode == 0, explained.stderr
     assert explained.stdout.startswith("pod default/vllm-inference: bound to h100x8-0")
+    assert f"  vllm-gpu-claim/gpu: gpu.nvidia.com/h100x8-0/{result.device} (" in explained.stdout
 
     held = run_kubedra(seeded, "devices", "--node", "h100x8-0", "-o", "json")
     holders = {d["device"]: d["heldBy"] for d in json.loads(held.stdout)}
-    assert holders[result.device] == "default/vllm-gpu-claim"
+    assert holders[result.device] == ["default/vllm-gpu-claim"]
+    assert [h for d, h in holders.items() if d != result.device] == [None] * (len(holders) - 1)
 
 
 def test_a_claim_that_cannot_fit_stays_pending_and_kubedra_says_why(
@@ -146,3 +149,44 @@ def test_kubedra_and_kubectl_agree_on_the_inventory(seeded: DevCluster, kube: Ku
     listed = json.loads(seeded.kubectl("get", "resourceslices", "-o", "json"))["items"]
     assert sorted(s.name for s in slices) == sorted(s["metadata"]["name"] for s in listed)
     assert {n.name for n in kube.list(Node)} >= {"h100x8-0", "l4x4-0"}
+
+
+WHAT_IF = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: what-if, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: gpus
+      exactly: {deviceClassName: high-memory-gpu, count: %d}
+"""
+
+
+def test_allocate_and_lint_against_the_live_cluster(
+    seeded: DevCluster, kube: KubeStore, tmp_path: Path
+) -> None:
+    """What-if on live state: the seed's claim holds one GPU, so 7 fit and 8 do not; no
+    claim is created. lint --cluster sees the NICs the unguarded selector fails on."""
+    wait_for("the seed pod to be bound", lambda: kube.get(Pod, "vllm-inference").spec.node_name)
+    claims_before = {c.name for c in kube.list(ResourceClaim)}
+    for count, fits in ((7, True), (8, False)):
+        path = tmp_path / f"what-if-{count}.yaml"
+        path.write_text(WHAT_IF % count)
+        done = run_kubedra(seeded, "allocate", "-f", str(path), "--cluster", "-o", "json")
+        assert done.returncode == (0 if fits else 1), done.stderr
+        report = json.loads(done.stdout)
+        assert report["node"] == ("h100x8-0" if fits else None)
+        if not fits:
+            h100 = next(g for g in report["nodeGroups"] if g["nodes"] == ["h100x8-0"])
+            assert h100["requests"][0]["funnel"]["free"] == 7
+    assert {c.name for c in kube.list(ResourceClaim)} == claims_before
+    unguarded = tmp_path / "class.yaml"
+    unguarded.write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: big}\nspec:\n"
+        "  selectors:\n  - cel: {expression: 'device.capacity[\"gpu.nvidia.com\"].memory"
+        ".isGreaterThan(quantity(\"40Gi\"))'}\n"
+    )
+    linted = run_kubedra(seeded, "lint", "--cluster", str(unguarded))
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    assert "a selector fails at run time on 4 of 16 devices in the cluster" in linted.stdout

@@ -9,7 +9,8 @@ import msgspec
 import pytest
 
 from kubedra.api.codec import decode_object
-from kubedra.api.core import Pod
+from kubedra.api.core import Namespace, Pod
+from kubedra.api.meta import ObjectMeta
 from kubedra.api.resource import ResourceClaim, ResourceSlice
 from kubedra.cli.cluster import create_nodes
 from kubedra.cluster import SqliteStore
@@ -211,6 +212,7 @@ def test_claim_page_has_requests_devices_with_attributes_and_pods(catalog: Sqlit
 
 
 def test_lists_filter_by_namespace_and_status(catalog: SqliteStore) -> None:
+    catalog.create(Namespace(metadata=ObjectMeta(name="team-b")))
     gpu_template(catalog, "one", 1, namespace="team-b")
     gpu_pod(catalog, "waiting", template="one", namespace="team-b", nodeSelector={"no": "such-node"})
     f = facts(catalog)

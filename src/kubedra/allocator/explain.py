@@ -8,9 +8,18 @@ tolerated -> free -> fit counters and capacity.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from kubedra.allocator.search import ConstraintFailure, ReqData, Search, claim_name, taint_blocks
+from kubedra.allocator.inventory import DeviceEntry
+from kubedra.allocator.search import (
+    CelSelectorError,
+    ConstraintFailure,
+    ReqData,
+    Search,
+    claim_name,
+    taint_blocks,
+)
 
 STAGES = ("in pools", "class selectors", "request selectors", "untainted", "free", "fit")
 
@@ -77,10 +86,12 @@ def funnel(search: Search, rd: ReqData) -> RequestFunnel:
         if not on_node:
             continue
         counts[0] += 1
-        if not (f.binding_conditions or not entry.binding) or not search.class_match(rd, entry):
+        if not (f.binding_conditions or not entry.binding) or not _passes(
+            search.class_match, rd, entry
+        ):
             continue
         counts[1] += 1
-        if not search.request_match(rd, entry):
+        if not _passes(search.request_match, rd, entry):
             continue
         counts[2] += 1
         if f.device_taints and taint_blocks(entry, rd.tolerations):
@@ -109,6 +120,16 @@ def funnel(search: Search, rd: ReqData) -> RequestFunnel:
         "All" if rd.all_mode else "ExactCount",
         *counts,
     )
+
+
+def _passes(check: Callable[[ReqData, DeviceEntry], bool], rd: ReqData, entry: DeviceEntry) -> bool:
+    """A selector stage; one that fails to evaluate counts as not passing. The search never
+    reached that device (or it would have failed with the error), so the explanation of an
+    unsatisfiable node must not turn into that error."""
+    try:
+        return check(rd, entry)
+    except CelSelectorError:
+        return False
 
 
 def funnels(search: Search) -> tuple[RequestFunnel, ...]:

@@ -9,7 +9,7 @@ the scheduler calls `allocate` for many pods and nodes against the same inventor
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kubedra.allocator.nodes import NodeSelectorError, node_matches
@@ -70,8 +70,10 @@ class DeviceEntry:
     view: DeviceView | None
     view_error: str | None  # every selector on this device fails with this (upstream rule)
     taints: tuple[DeviceTaint, ...]
-    # Capacity keyed by fully qualified name -> (key as published, capacity).
-    capacity: dict[str, tuple[str, DeviceCapacity]]
+    # Capacity by name as published: upstream matches requests, consumed capacity and
+    # policies on the literal key (a request for "driver/bw" does not find "bw").
+    capacity: dict[str, DeviceCapacity]
+    policies: bool  # some capacity has a request policy
     # consumesCounters as (counter set, [(counter, nanos)]).
     consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]
     multi: bool  # allowMultipleAllocations
@@ -112,11 +114,15 @@ class Pool:
     incomplete: bool = False
     invalid: str | None = None
     # Devices of the slices targeting the node, in search order, with whether each one is
-    # usable on this node (False only for per-device node selection that doesn't match).
+    # available on this node (False only for per-device node selection that doesn't match).
     devices: list[tuple[DeviceEntry, bool]] = field(default_factory=list)
+    # A per-device node selector that cannot be parsed, by entry index: the search fails
+    # with it when it gets that far (upstream checks the node after the selectors).
+    node_errors: dict[int, str] = field(default_factory=dict)
     counter_sets: dict[str, dict[str, int]] = field(default_factory=dict)
-    # Every device of the pool's generation (also on other nodes), for counter accounting.
-    all_devices: list[DeviceEntry] = field(default_factory=list)
+    # Devices of the pool's generation in slices that do not target the node: consulted
+    # only for the counters allocated devices consume (upstream DeviceSlicesNotTargetingNode).
+    other_devices: list[DeviceEntry] = field(default_factory=list)
     binding: bool = False
 
     @property
@@ -132,7 +138,8 @@ class Pool:
         return not self.incomplete and self.invalid is None
 
 
-def _view(driver: str, device: Device) -> tuple[DeviceView | None, str | None]:
+def device_view(driver: str, device: Device) -> tuple[DeviceView | None, str | None]:
+    """The device as CEL selectors see it, or why every selector fails on it."""
     attrs: dict[str, AttributeValue] = {}
     for name, attr in device.attributes.items():
         tagged = _tagged(attr)
@@ -151,16 +158,10 @@ def _view(driver: str, device: Device) -> tuple[DeviceView | None, str | None]:
     return DeviceView(driver, attrs, capacity, bool(device.allow_multiple_allocations)), None
 
 
-def _capacity(driver: str, device: Device) -> dict[str, tuple[str, DeviceCapacity]]:
-    # A capacity qualified with the driver's own domain wins over the bare spelling.
-    out: dict[str, tuple[str, DeviceCapacity]] = {}
-    for key, cap in device.capacity.items():
-        if "/" in key:
-            out[key] = (key, cap)
-    for key, cap in device.capacity.items():
-        if "/" not in key:
-            out.setdefault(f"{driver}/{key}", (key, cap))
-    return out
+def _uses_compatibility_groups(sl: ResourceSlice) -> bool:
+    """A slice with a device that consumes counters in compatibility groups (alpha):
+    upstream ignores it while DRADeviceCompatibilityGroups is off, as kubedra always does."""
+    return any(c.compatibility_groups for d in sl.spec.devices for c in d.consumes_counters)
 
 
 def _rule_matches(rule: DeviceTaintRule, ref: DeviceRef) -> bool:
@@ -185,14 +186,14 @@ class Inventory:
         self._by_pool: dict[PoolKey, list[ResourceSlice]] = {}
         for sl in self.slices:
             spec = sl.spec
-            if spec.node_name and not spec.shared_counters:
+            if spec.node_name:
                 self._on_node.setdefault(spec.node_name, []).append(sl)
             else:
                 self._shared.append(sl)
             self._by_pool.setdefault((spec.driver, spec.pool.name), []).append(sl)
         self._pools: dict[tuple[object, ...], list[Pool]] = {}
-        self._compiled: dict[tuple[str, bool, bool, bool], CompiledSelector | CelCompileError] = {}
-        self._matches: dict[tuple[str, bool, bool, bool], dict[int, bool | CelEvalError]] = {}
+        self._compiled: dict[tuple[str, bool], CompiledSelector | CelCompileError] = {}
+        self._matches: dict[tuple[str, bool], dict[int, bool | CelEvalError]] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -211,7 +212,7 @@ class Inventory:
             out = []
             for device in spec.devices:
                 ref = DeviceRef(spec.driver, spec.pool.name, device.name)
-                view, error = _view(spec.driver, device)
+                view, error = device_view(spec.driver, device)
                 taints = device.taints + tuple(r.spec.taint for r in rules if _rule_matches(r, ref))
                 consumes = tuple(
                     (c.counter_set, tuple((n, q.value.nanos) for n, q in c.counters.items()))
@@ -226,7 +227,8 @@ class Inventory:
                         view=view,
                         view_error=error,
                         taints=taints,
-                        capacity=_capacity(spec.driver, device),
+                        capacity=device.capacity,
+                        policies=any(c.request_policy for c in device.capacity.values()),
                         consumes=consumes,
                         multi=bool(device.allow_multiple_allocations),
                         binding=bool(device.binding_conditions),
@@ -236,6 +238,11 @@ class Inventory:
                 index += 1
             entries[id(sl)] = out
         return cls(slices, entries)
+
+    def entries(self) -> Iterator[DeviceEntry]:
+        """Every device of every slice, in slice and device order."""
+        for sl in self.slices:
+            yield from self._entries[id(sl)]
 
     # --- pools --------------------------------------------------------------------------
 
@@ -251,30 +258,42 @@ class Inventory:
                 self._pools[key] = pools
         return pools
 
-    def _relevant(self, sl: ResourceSlice, node: NodeInfo) -> bool:
+    def _relevant(self, sl: ResourceSlice, node: NodeInfo) -> bool | None:
+        """Does the slice serve the node? None when it uses no known node selection mode."""
         spec = sl.spec
-        if spec.shared_counters:
-            return True
-        try:
-            if spec.node_name or spec.all_nodes or spec.node_selector is not None:
+        if spec.node_name or spec.all_nodes or spec.node_selector is not None:
+            try:
                 return node_matches(node, spec.node_name, spec.all_nodes, spec.node_selector)
-            if spec.per_device_node_selection:
-                return any(
-                    node_matches(node, d.node_name, d.all_nodes, d.node_selector)
-                    for d in spec.devices
-                )
-        except NodeSelectorError as exc:
-            raise AllocationError(
-                f"failed to perform node selection for slice {sl.name}: {exc}"
-            ) from None
-        return False  # none of the known node selection fields: a future extension
+            except NodeSelectorError as exc:
+                raise AllocationError(
+                    f"failed to perform node selection for slice {sl.name}: {exc}"
+                ) from None
+        if spec.per_device_node_selection:
+            for d in spec.devices:
+                try:
+                    if node_matches(node, d.node_name, d.all_nodes, d.node_selector):
+                        return True
+                except NodeSelectorError as exc:
+                    raise AllocationError(
+                        f"failed to perform node selection for device {d.name} in slice "
+                        f"{sl.name}: {exc}"
+                    ) from None
+            return False
+        return None  # a future node selection mode: skipped, as upstream does
 
     def _gather(self, node: NodeInfo, partitionable: bool) -> list[Pool]:
+        """Upstream GatherPools: the newest generation of every pool with a slice for the
+        node; a pool is complete when it has all `resourceSliceCount` slices (counting the
+        ones for other nodes when those for this node alone fall short)."""
         collected: dict[PoolKey, list[ResourceSlice]] = {}
         for sl in [*self._on_node.get(node.name, ()), *self._shared]:
             spec = sl.spec
-            if not partitionable and (spec.per_device_node_selection or spec.shared_counters):
+            if not partitionable and (
+                spec.per_device_node_selection is not None or spec.shared_counters
+            ):
                 continue
+            if _uses_compatibility_groups(sl):
+                continue  # DRADeviceCompatibilityGroups is off: the pool is incomplete
             if not self._relevant(sl, node):
                 continue
             pkey = (spec.driver, spec.pool.name)
@@ -288,13 +307,20 @@ class Inventory:
         for pkey, targeting in collected.items():
             gen = targeting[0].spec.pool.generation
             wanted = targeting[0].spec.pool.resource_slice_count
-            same = [s for s in self._by_pool[pkey] if s.spec.pool.generation == gen]
-            if len(targeting) != wanted:
-                if any(s.spec.pool.generation > gen for s in self._by_pool[pkey]):
-                    continue  # obsolete for this node: a newer generation exists elsewhere
-                if len(same) < wanted:
-                    pools.append(Pool(pkey[0], pkey[1], gen, incomplete=True))
-                    continue
+            if len(targeting) == wanted:
+                pools.append(self._build_pool(pkey, gen, targeting, [], node, partitionable))
+                continue
+            pool_slices = self._by_pool[pkey]
+            if any(s.spec.pool.generation > gen for s in pool_slices):
+                continue  # obsolete for this node: a newer generation exists elsewhere
+            same = [
+                s
+                for s in pool_slices
+                if s.spec.pool.generation == gen and not _uses_compatibility_groups(s)
+            ]
+            if len(same) != wanted:
+                pools.append(Pool(pkey[0], pkey[1], gen, incomplete=True))
+                continue
             pools.append(self._build_pool(pkey, gen, targeting, same, node, partitionable))
         pools.sort(key=lambda p: (p.binding, p.driver, p.name))
         return pools
@@ -304,63 +330,76 @@ class Inventory:
         pkey: PoolKey,
         gen: int,
         targeting: list[ResourceSlice],
-        same: list[ResourceSlice],
+        whole: list[ResourceSlice],
         node: NodeInfo,
         partitionable: bool,
     ) -> Pool:
+        """Upstream buildPool. `whole` is every slice of the generation when the slices for
+        the node alone do not make the pool complete, else empty."""
         pool = Pool(pkey[0], pkey[1], gen)
         targeting = sorted(targeting, key=lambda s: s.name)
-        names: set[str] = set()
-        for sl in targeting:
+        names = {id(s) for s in targeting}
+        counter_slices = [s for s in targeting if partitionable and s.spec.shared_counters]
+        device_slices = [s for s in targeting if not (partitionable and s.spec.shared_counters)]
+        other_slices: list[ResourceSlice] = []
+        for sl in whole:
+            if id(sl) in names:
+                continue
+            (counter_slices if partitionable and sl.spec.shared_counters else other_slices).append(
+                sl
+            )
+        seen: set[str] = set()
+        for sl in device_slices:
             for entry in self._entries[id(sl)]:
-                if entry.ref.device in names:
-                    pool.invalid = f"duplicate device name {entry.ref.device}"
-                names.add(entry.ref.device)
+                if entry.ref.device in seen:
+                    return Pool(*pkey, gen, invalid=f"duplicate device name {entry.ref.device}")
+                seen.add(entry.ref.device)
                 on_node = True
                 if entry.per_device:
                     d = entry.device
                     try:
                         on_node = node_matches(node, d.node_name, d.all_nodes, d.node_selector)
                     except NodeSelectorError as exc:
-                        raise AllocationError(
-                            f"failed to perform node selection for device {entry.ref}: {exc}"
-                        ) from None
+                        on_node = False
+                        pool.node_errors[entry.index] = str(exc)
                 pool.devices.append((entry, on_node))
                 pool.binding = pool.binding or entry.binding
-        for sl in sorted(same, key=lambda s: s.name):
+        if not partitionable:
+            return pool
+        for sl in counter_slices:
             for cs in sl.spec.shared_counters:
                 if cs.name in pool.counter_sets:
-                    pool.invalid = pool.invalid or f"duplicate counter set name {cs.name}"
+                    return Pool(*pkey, gen, invalid=f"duplicate counter set name {cs.name}")
                 pool.counter_sets[cs.name] = {n: c.value.nanos for n, c in cs.counters.items()}
-        seen: set[str] = set()
-        for sl in sorted(same, key=lambda s: s.name):
-            for entry in self._entries[id(sl)]:
-                # Counter references only matter (and are only checked) with the feature on;
-                # without it such devices are merely unusable.
-                for set_name, counters in entry.consumes if partitionable else ():
-                    have = pool.counter_sets.get(set_name)
-                    if have is None:
-                        pool.invalid = pool.invalid or f"counter set {set_name} not found"
-                        continue
-                    for counter, _ in counters:
-                        if counter not in have:
-                            pool.invalid = pool.invalid or (
-                                f"counter {counter} not found in counter set {set_name}"
-                            )
-                if entry.ref.device not in seen:
-                    seen.add(entry.ref.device)
-                    pool.all_devices.append(entry)
-        if pool.invalid is not None:
-            pool.devices = []
+        pool.other_devices = [e for sl in other_slices for e in self._entries[id(sl)]]
+        for entry in [*(e for e, _ in pool.devices), *pool.other_devices]:
+            problem = self._counter_problem(pool, entry)
+            if problem is not None:
+                return Pool(*pkey, gen, invalid=problem)
         return pool
+
+    @staticmethod
+    def _counter_problem(pool: Pool, entry: DeviceEntry) -> str | None:
+        for set_name, counters in entry.consumes:
+            have = pool.counter_sets.get(set_name)
+            if have is None:
+                return f"counter set {set_name} not found"
+            for counter, _ in counters:
+                if counter not in have:
+                    return f"counter {counter} not found in counter set {set_name}"
+        return None
 
     # --- CEL ----------------------------------------------------------------------------
 
-    def matches(
-        self, expression: str, entry: DeviceEntry, *, strict: bool, features: Features
-    ) -> bool:
-        """Selector result for one device, cached; raises CelCompileError / CelEvalError."""
-        key = (expression, strict, features.consumable_capacity, features.list_type_attributes)
+    def matches(self, expression: str, entry: DeviceEntry, *, strict: bool) -> bool:
+        """Selector result for one device, cached; raises CelCompileError / CelEvalError.
+
+        Compiled as upstream's allocator compiles (a "stored expression"): in the newest
+        environment whatever the feature switches, so `device.allowMultipleAllocations`,
+        `includes()` and list attributes work; the switches only gate new expressions the
+        API server admits.
+        """
+        key = (expression, strict)
         results = self._matches.get(key)
         if results is None:
             results = self._matches.setdefault(key, {})
@@ -372,17 +411,15 @@ class Inventory:
             raise hit
         return hit
 
-    def _evaluate(
-        self, key: tuple[str, bool, bool, bool], entry: DeviceEntry
-    ) -> bool | CelEvalError:
+    def _evaluate(self, key: tuple[str, bool], entry: DeviceEntry) -> bool | CelEvalError:
         compiled = self._compiled.get(key)
         if compiled is None:
             try:
                 compiled = compile_selector(
                     key[0],
                     strict=key[1],
-                    consumable_capacity=key[2],
-                    list_attributes=key[3],
+                    consumable_capacity=True,
+                    list_attributes=True,
                     enforce_cost_limit=False,
                 )
             except CelCompileError as exc:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kubedra.allocator.search import Pick, ReqData, claim_name
+import msgspec
+
+from kubedra.allocator.search import Pick, ReqData
 from kubedra.allocator.types import AllocationError, Features, NodeInfo
 from kubedra.api.core import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from kubedra.api.resource import (
@@ -19,10 +21,7 @@ from kubedra.api.resource import (
 def device_result(pick: Pick, features: Features) -> DeviceRequestAllocationResult:
     device = pick.entry.device
     binding = features.binding_conditions
-    consumed = {}
-    if pick.consumed is not None:
-        # Status names use the spelling the device publishes (upstream capacityNameForStatus).
-        consumed = {pick.entry.capacity[fq][0]: q for fq, q in pick.consumed.items()}
+    consumed = pick.consumed or {}  # keyed as the device publishes its capacity
     return DeviceRequestAllocationResult(
         request=pick.req.full,
         driver=pick.entry.ref.driver,
@@ -43,9 +42,8 @@ def configs(
     """Class configs first (once per class, listing the requests that used it), then claim
     configs in spec order.
 
-    DECISION (§7 item 14): class configs keep 1.36's explicit request lists; a claim config
-    is copied once even when it names several requests (master's fix of 1.36's duplicates),
-    with its request list as written; configs naming only unselected subrequests are dropped.
+    As 1.37: a claim config is copied once even when it names several requests, with its
+    request list as written; configs naming only unselected subrequests are dropped.
     """
     out: list[DeviceAllocationConfiguration] = []
     by_class: dict[str, tuple[ReqData, list[str]]] = {}
@@ -71,7 +69,19 @@ def configs(
                     source="FromClaim", requests=claim_cfg.requests, opaque=claim_cfg.opaque
                 )
             )
-    return tuple(out)
+    # 1.37: a config that names every request (or its chosen subrequest) lists none, since
+    # an empty list means "all requests".
+    return tuple(
+        msgspec.structs.replace(cfg, requests=())
+        if cfg.requests and all(_names(rd, cfg.requests) for rd in chosen)
+        else cfg
+        for cfg in out
+    )
+
+
+def _names(rd: ReqData, requests: Sequence[str]) -> bool:
+    """Does a config's request list cover this request (by its name or the chosen sub)?"""
+    return (rd.parent or rd.name) in requests or rd.full in requests
 
 
 def node_selector(
@@ -94,7 +104,7 @@ def node_selector(
         terms = selector.node_selector_terms
         if len(terms) != 1:
             raise AllocationError(
-                f"create NodeSelector for claim {claim_name(claim)}: unsupported "
+                f"create NodeSelector for claim {claim.name}: unsupported "
                 f"ResourceSlice.NodeSelector with {len(terms)} terms"
             )
         for is_field, reqs, target in (

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kubedra.allocator.capacity import CapacityError, consumption
 from kubedra.allocator.inventory import DeviceEntry, Inventory, Pool, PoolKey, Tagged
 from kubedra.allocator.state import AllocatedState
 from kubedra.allocator.types import (
@@ -29,10 +30,10 @@ from kubedra.allocator.types import (
     Features,
     NodeInfo,
     RequestKey,
+    stable_variant,
 )
 from kubedra.api.quantity import Quantity
 from kubedra.api.resource import (
-    DeviceCapacity,
     DeviceClass,
     DeviceConstraint,
     DeviceSubRequest,
@@ -58,6 +59,16 @@ class CelSelectorError(AllocationError):
 
 class _MaxSize(Exception):
     """Allocating this request would push the claim past 32 results."""
+
+
+def _with_hint(message: str) -> str:
+    """Upstream's EnhanceRuntimeError: a missing map key gets a hint how to guard it."""
+    if "no such key:" not in message:
+        return message
+    return (
+        f"{message}. consider using CEL optional chaining (.? followed by orValue()) or "
+        "guarding the check with has() for optional fields"
+    )
 
 
 def claim_name(claim: ResourceClaim) -> str:
@@ -170,8 +181,9 @@ class _Match(_Constraint):
             return True
         if self.stack:
             first = self.stack[0]
-            # A value of unknown type never matches (it may only be the first one).
-            if value is None or first is None or first != value:
+            # A value of unknown type (a list, without list attributes) never matches; it
+            # may only be the first one.
+            if value is None or value[2] or first is None or first != value:
                 self.last_reason = "value differs"
                 return False
         self.stack.append(value)
@@ -199,6 +211,14 @@ class _Distinct(_Constraint):
             self.last_reason = "attribute not set"
             return False
         assert value is not True
+        if not self.lists and value[2]:
+            # Without list attributes a list is a value of unknown type: upstream admits it
+            # only into an empty set, and it clashes with nothing added after it.
+            if self.seen:
+                self.last_reason = "value not distinct"
+                return False
+            self.seen.append(frozenset())
+            return True
         new = _as_set(value) if self.lists else frozenset([(value[0], (value[1], value[2]))])
         # DECISION (§7 item 27): compare with every device in the set, not only the one
         # last added for the same request name as upstream does.
@@ -235,72 +255,6 @@ def taint_blocks(entry: DeviceEntry, tolerations: Sequence[DeviceToleration]) ->
         if not any(tolerates(t, taint.key, taint.value or "", effect) for t in tolerations):
             return True
     return False
-
-
-# --- consumable capacity ----------------------------------------------------------------
-
-
-def _round_up(requested: Quantity, entry_cap: DeviceCapacity) -> Quantity:
-    policy = entry_cap.request_policy
-    if policy is None:
-        return requested
-    rng = policy.valid_range
-    if rng is not None:
-        if requested < rng.min:
-            return rng.min
-        if rng.step is None:
-            return requested
-        # Integer Value() arithmetic, as upstream (fractions are rounded away from zero).
-        lo, step = rng.min.value(), rng.step.value()
-        added = requested.value() - lo
-        n = added // step + (1 if added % step else 0)
-        return Quantity.from_int(lo + step * n, rng.step.fmt)
-    if policy.valid_values:
-        for v in policy.valid_values:
-            if requested <= v:
-                return v
-    return requested
-
-
-def _violates(value: Quantity, entry_cap: DeviceCapacity) -> bool:
-    policy = entry_cap.request_policy
-    if policy is None:
-        return False
-    # DECISION (§7 item 28): "equals the default" compares values, not representations.
-    if policy.default is not None and value == policy.default:
-        return False
-    rng = policy.valid_range
-    if rng is not None:
-        if rng.max is not None and value > rng.max:
-            return True
-        step = rng.step
-        return step is not None and (value.value() - rng.min.value()) % step.value() != 0
-    if policy.valid_values:
-        return all(value != v for v in policy.valid_values)
-    return False
-
-
-def consumption(req: ReqData, entry: DeviceEntry) -> dict[str, Quantity] | None:
-    """What the request consumes of each capacity of the device; None if it can't."""
-    requested: dict[str, Quantity] = {}
-    for name, q in (req.capacity or {}).items():
-        fq = name if "/" in name else f"{entry.ref.driver}/{name}"
-        if fq not in entry.capacity:
-            return None  # the request names a capacity the device lacks
-        requested[fq] = q
-    out: dict[str, Quantity] = {}
-    for fq, (_, cap) in entry.capacity.items():
-        asked = requested.get(fq)
-        policy = cap.request_policy
-        if asked is None:
-            default = policy.default if policy is not None else None
-            value = default if default is not None else cap.value
-        else:
-            value = _round_up(asked, cap)
-        if _violates(value, cap):
-            return None
-        out[fq] = value
-    return out
 
 
 # --- the search -------------------------------------------------------------------------
@@ -382,21 +336,23 @@ class Search:
                         self._request_data(ci, ri, si, sub, request.name)
                         for si, sub in enumerate(request.first_available)
                     ]
-                    min_devices += min(s.count for s in subs)
                     claim_reqs.append(subs)
                 else:
                     if request.exactly is None:
                         raise AllocationError(
                             f"{where}: missing device class name (unsupported request type?)"
                         )
-                    rd = self._request_data(ci, ri, -1, request.exactly, request.name)
-                    min_devices += rd.count
-                    claim_reqs.append([rd])
-            if min_devices > MAX_RESULTS_PER_CLAIM:
-                raise AllocationError(
-                    f"claim {cname}: number of requested devices {min_devices} exceeds the "
-                    f"claim limit of {MAX_RESULTS_PER_CLAIM}"
-                )
+                    subs = [self._request_data(ci, ri, -1, request.exactly, request.name)]
+                    claim_reqs.append(subs)
+                # Checked request by request, as upstream does (the fewest a request can
+                # take: its smallest subrequest).
+                fewest = min(s.count for s in subs)
+                if fewest > MAX_RESULTS_PER_CLAIM - min_devices:
+                    raise AllocationError(
+                        f"{where}: adding {fewest} devices exceeds the claim limit of "
+                        f"{MAX_RESULTS_PER_CLAIM}, with {min_devices} already accounted for"
+                    )
+                min_devices += fewest
             self.reqs.append(claim_reqs)
             self.constraints.append(
                 [
@@ -410,7 +366,7 @@ class Search:
         lists = self.features.list_type_attributes
         if c.match_attribute:
             return _Match(i, c.match_attribute, c.requests, lists)
-        if c.distinct_attribute and self.features.consumable_capacity:
+        if c.distinct_attribute and not stable_variant(self.features):
             return _Distinct(i, c.distinct_attribute, c.requests, lists)
         raise AllocationError(
             f"claim {cname}, constraint #{i}: empty constraint (unsupported constraint type?)"
@@ -428,6 +384,10 @@ class Search:
         cname = claim_name(claim)
         name = parent_name if si < 0 else request.name  # type: ignore[union-attr]
         where = f"claim {cname}, request {name}"
+        if request.derived_attributes:
+            raise AllocationError(
+                f"{where}: cannot handle request with derived attributes, the feature is disabled"
+            )
         for i, sel in enumerate(request.selectors):
             if sel.cel is None:
                 raise AllocationError(
@@ -480,7 +440,11 @@ class Search:
                 for entry, on_node in pool.devices:
                     if not self.selectable(rd, entry, on_node):
                         continue
-                    if self.features.consumable_capacity and self._capacity_fits(rd, entry) is None:
+                    # Static capacity only: a device whose capacity others use up stays in
+                    # the set, and "All" then fails (upstream 1.37).
+                    if self.features.consumable_capacity and (
+                        self._capacity_fits(rd, entry, used=False) is None
+                    ):
                         continue
                     rd.all_devices.append(entry)
             rd.count = len(rd.all_devices)
@@ -500,10 +464,21 @@ class Search:
             (self.features.binding_conditions or not entry.binding)
             and self.class_match(rd, entry)
             and self.request_match(rd, entry)
-            and on_node
+            and self._on_node(entry, on_node)
         )
         self._selectable[key] = ok
         return ok
+
+    def _on_node(self, entry: DeviceEntry, on_node: bool) -> bool:
+        # Checked after the selectors, as upstream does: only then does a per-device node
+        # selector that cannot be parsed fail the allocation.
+        if not on_node:
+            error = self.pool_by_key[(entry.ref.driver, entry.ref.pool)].node_errors.get(
+                entry.index
+            )
+            if error is not None:
+                raise AllocationError(error)
+        return on_node
 
     def class_match(self, rd: ReqData, entry: DeviceEntry) -> bool:
         return self._selectors_match(
@@ -520,9 +495,7 @@ class Search:
     def _selectors_match(self, exprs: Sequence[str], entry: DeviceEntry, who: str) -> bool:
         for i, expr in enumerate(exprs):
             try:
-                if not self.inventory.matches(
-                    expr, entry, strict=self.strict, features=self.features
-                ):
+                if not self.inventory.matches(expr, entry, strict=self.strict):
                     return False
             except CelCompileError as exc:
                 raise CelSelectorError(
@@ -530,7 +503,10 @@ class Search:
                 ) from None
             except CelEvalError as exc:
                 raise CelSelectorError(
-                    f"{who}: selector #{i}: CEL runtime error: {exc}", expr, entry.ref
+                    f"{who}: selector #{i} on device {entry.ref}: CEL runtime error: "
+                    f"{_with_hint(str(exc))}",
+                    expr,
+                    entry.ref,
                 ) from None
         return True
 
@@ -553,7 +529,7 @@ class Search:
         if hit is not None and hit[0] is pool:
             return hit[1]
         avail = {name: dict(counters) for name, counters in pool.counter_sets.items()}
-        for entry in pool.all_devices:
+        for entry in [*(e for e, _ in pool.devices), *pool.other_devices]:
             if entry.consumes and self.state.is_allocated(entry.ref):
                 for set_name, counters in entry.consumes:
                     have = avail.get(set_name)
@@ -591,16 +567,27 @@ class Search:
         return undo
 
     def _capacity_fits(
-        self, rd: ReqData, entry: DeviceEntry, inflight: bool = False
+        self, rd: ReqData, entry: DeviceEntry, *, inflight: bool = False, used: bool = True
     ) -> dict[str, Quantity] | None:
-        cons = consumption(rd, entry)
+        """What the request consumes of the device, if that fits beside what allocated
+        claims (`used`) and this attempt (`inflight`) already consume; else None."""
+        if rd.capacity is None and not entry.multi and not entry.policies:
+            return {}  # all of each capacity, which nobody else can hold: it fits
+        try:
+            cons = consumption(rd.capacity, entry.capacity, self.features.fractional_capacity_range)
+        except CapacityError as exc:
+            device = str(entry.ref) if used else entry.ref.device  # upstream's wording
+            raise AllocationError(
+                f"claim {claim_name(self.claims[rd.claim_index])}, request {rd.name}: "
+                f"checking capacity for device {device}: {exc}"
+            ) from None
         if cons is None:
             return None
-        existing = self.state.consumed(entry.ref)
+        existing = self.state.consumed(entry.ref) if used else {}
         current = self.cap_inflight.get(entry.index, {}) if inflight else {}
-        for fq, q in cons.items():
-            total = existing.get(fq, 0) + current.get(fq, 0) + q.nanos
-            if total > entry.capacity[fq][1].value.nanos:
+        for name, q in cons.items():
+            total = existing.get(name, 0) + current.get(name, 0) + q.nanos
+            if total > entry.capacity[name].value.nanos:
                 return None
         return cons
 
@@ -788,6 +775,9 @@ class Search:
             elif self.in_use(entry, multi):
                 continue
             if not self.selectable(rd, entry, on_node):
+                continue
+            # Upstream checks capacity here and again in allocateDevice.
+            if multi_on and self._capacity_fits(rd, entry, inflight=True) is None:
                 continue
             undo = self.use(rd, entry, must=False)
             if undo is None:

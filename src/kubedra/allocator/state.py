@@ -2,7 +2,9 @@
 
 Rebuilt from claim statuses alone. Exclusive allocations mark the device allocated; shared
 ones (with a shareID) add their consumedCapacity to the device's aggregated total. Results
-with adminAccess are invisible to everybody (upstream rule).
+with adminAccess are invisible to everybody (upstream rule). Without DRAConsumableCapacity
+a result's shareID is ignored and the device counts as allocated outright, as upstream's
+scheduler builds the state.
 """
 
 from __future__ import annotations
@@ -10,32 +12,32 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from kubedra.allocator.types import DeviceRef
+from kubedra.allocator.types import DEFAULT_FEATURES, DeviceRef, Features
 from kubedra.api.resource import AllocationResult, ResourceClaim
 
 _EMPTY: Mapping[str, int] = MappingProxyType({})
 
 
-def _fq(driver: str, name: str) -> str:
-    return name if "/" in name else f"{driver}/{name}"
-
-
 class AllocatedState:
-    """Allocated devices, shared device ids and aggregated consumed capacity (nano units).
+    """Allocated devices, shared device ids and aggregated consumed capacity (nano units,
+    keyed by the capacity names the results carry, as upstream's AggregatedCapacity).
 
     `with_allocation` returns a new state (the allocator's callers keep old ones valid);
     `reserve` adds in place, for a scheduler's own working copy, where copying the whole
     state for every placed pod would make a cluster-sized run quadratic.
     """
 
-    __slots__ = ("_counters", "capacity", "devices", "shared", "shares")
+    __slots__ = ("_counters", "capacity", "devices", "shared", "shares", "sharing")
 
     def __init__(
         self,
         devices: Iterable[DeviceRef] = (),
         shares: Iterable[tuple[DeviceRef, str]] = (),
         capacity: Mapping[DeviceRef, Mapping[str, int]] | None = None,
+        *,
+        sharing: bool = True,
     ) -> None:
+        self.sharing = sharing  # DRAConsumableCapacity: results with a shareID are shares
         self.devices: set[DeviceRef] = set(devices)  # exclusive (no shareID, not admin)
         self.shares: set[tuple[DeviceRef, str]] = set(shares)  # (device, shareID) of shares
         self.shared: set[DeviceRef] = {ref for ref, _ in self.shares}  # with >= 1 share
@@ -47,8 +49,10 @@ class AllocatedState:
         self._counters: dict[int, tuple[object, dict[str, dict[str, int]]]] = {}
 
     @classmethod
-    def from_claims(cls, claims: Iterable[ResourceClaim]) -> AllocatedState:
-        state = cls()
+    def from_claims(
+        cls, claims: Iterable[ResourceClaim], features: Features = DEFAULT_FEATURES
+    ) -> AllocatedState:
+        state = cls(sharing=features.consumable_capacity)
         for claim in claims:
             if claim.status is not None and claim.status.allocation is not None:
                 state.reserve(claim.status.allocation)
@@ -56,7 +60,7 @@ class AllocatedState:
 
     def with_allocation(self, result: AllocationResult) -> AllocatedState:
         """A new state that also holds the devices of `result` (this one is unchanged)."""
-        state = AllocatedState(self.devices, self.shares, self.capacity)
+        state = AllocatedState(self.devices, self.shares, self.capacity, sharing=self.sharing)
         state.reserve(result)
         return state
 
@@ -68,7 +72,7 @@ class AllocatedState:
             if r.admin_access:
                 continue
             ref = DeviceRef(r.driver, r.pool, r.device)
-            if r.share_id is None:
+            if r.share_id is None or not self.sharing:
                 self.devices.add(ref)
                 continue
             self.shares.add((ref, r.share_id))
@@ -76,8 +80,7 @@ class AllocatedState:
             if r.consumed_capacity:
                 total = self.capacity.setdefault(ref, {})
                 for name, q in r.consumed_capacity.items():
-                    key = _fq(r.driver, name)
-                    total[key] = total.get(key, 0) + q.nanos
+                    total[name] = total.get(name, 0) + q.nanos
         self._counters.clear()
 
     def is_allocated(self, ref: DeviceRef) -> bool:
@@ -85,7 +88,7 @@ class AllocatedState:
         return ref in self.devices or ref in self.shared
 
     def consumed(self, ref: DeviceRef) -> Mapping[str, int]:
-        """Aggregated consumed capacity of a shared device, by fully qualified name."""
+        """Aggregated consumed capacity of a shared device, by capacity name as published."""
         return self.capacity.get(ref, _EMPTY)
 
     def __repr__(self) -> str:

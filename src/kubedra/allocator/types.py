@@ -14,10 +14,12 @@ MAX_RESULTS_PER_CLAIM = 32
 
 @dataclass(frozen=True)
 class Features:
-    """The allocator's feature switches (upstream `structured.Features`), 1.36 defaults.
+    """The allocator's feature switches (upstream `structured.Features`), 1.37 defaults.
 
     `binding_conditions` stands for both DRADeviceBindingConditions and
     DRAResourceClaimDeviceStatus (upstream's single DeviceBindingAndStatus flag).
+    `fractional_capacity_range` is DRAFractionalCapacityRange (beta in 1.37): capacity
+    request ranges are rounded in milli units, so fractional steps work.
     """
 
     admin_access: bool = True
@@ -27,10 +29,24 @@ class Features:
     device_taint_rules: bool = True
     consumable_capacity: bool = True
     binding_conditions: bool = True
+    fractional_capacity_range: bool = True
     list_type_attributes: bool = False
 
 
 DEFAULT_FEATURES = Features()
+
+
+
+def stable_variant(features: Features) -> bool:
+    """Whether upstream would run its oldest allocator ("stable") for these switches.
+
+    NewAllocator picks the first implementation that supports every enabled feature; the
+    stable one supports only admin access, prioritized lists, partitionable devices and
+    taints, and knows no distinctAttribute constraint.
+    """
+    newer = ("consumable_capacity", "binding_conditions", "fractional_capacity_range",
+             "list_type_attributes")  # fmt: skip
+    return not any(getattr(features, name) for name in newer)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ from typing import TypeVar
 
 import msgspec
 
+from kubedra.api.bounds import InputError
 from kubedra.api.codec import decode_object, format_path, to_dict
+from kubedra.api.json_reader import check_strict
 from kubedra.api.merge import JsonMap, three_way_merge
 from kubedra.api.merge_keys import merge_lists
 from kubedra.api.meta import KubeObject
@@ -65,8 +67,9 @@ def last_applied(current: KubeObject) -> JsonMap | None:
     if text is None:
         return None
     try:
+        check_strict(text.encode())  # the bounds every JSON input gets (depth, duplicates)
         raw = json.loads(text)
-    except ValueError:
+    except (ValueError, InputError):
         raw = None
     if not isinstance(raw, dict):
         ref = ObjectRef(current.KIND, current.namespace, current.name)

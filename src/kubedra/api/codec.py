@@ -14,7 +14,7 @@ import json
 import re
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from kubedra.api.bounds import InputError, check_depth, too_deep
 from kubedra.api.core import Container, Namespace, NodeSpec, NodeStatus, PodSpec, PodStatus
 from kubedra.api.kinds import BY_KIND, OLDER_RESOURCE_VERSIONS, TAINT_RULE_VERSIONS, api_version_of
 from kubedra.api.meta import UNKNOWN_FIELDS_KEY, KubeObject, Model, UnknownField
@@ -61,8 +62,12 @@ def object_ref(raw: Any) -> ObjectRef:
         return ObjectRef()
     meta = raw.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
-    name = meta.get("name") or meta.get("generateName") or ""
-    return ObjectRef(str(raw.get("kind") or ""), str(meta.get("namespace") or ""), str(name))
+
+    def text(value: Any) -> str:  # only strings name an object (anything else is an error)
+        return value if isinstance(value, str) else ""
+
+    name = text(meta.get("name")) or text(meta.get("generateName"))
+    return ObjectRef(text(raw.get("kind")), text(meta.get("namespace")), name)
 
 
 def decode_object(raw: Any) -> Decoded:
@@ -71,14 +76,13 @@ def decode_object(raw: Any) -> Decoded:
     Problems carry object and field path; the loader adds file and line.
     """
     ref = object_ref(raw)
-
-    def fail(path: str, message: str) -> ValidationError:
-        return ValidationError([Problem(message, path, ref)])
-
+    fail = _failure(ref)
     if not isinstance(raw, dict):
-        raise fail("", f"expected an object (mapping), got {type(raw).__name__}")
+        raise fail("", f"expected an object (mapping), got {json_type(raw)}")
     cls, notes = _model_for(raw, fail)
-    raw = copy.deepcopy(raw) if notes or _needs_rewrite(cls, raw) else raw
+    _bound_free_form(raw, _free_form(cls), fail)
+    if notes or _needs_rewrite(cls, raw):
+        raw = copy.deepcopy(_walkable(raw, fail))
     warnings = [Problem(msg, path, ref, severity=Severity.WARNING) for path, msg in notes]
     if notes:
         raw["apiVersion"] = api_version_of(cls)
@@ -88,6 +92,91 @@ def decode_object(raw: Any) -> Decoded:
     ]
     obj = _convert(cls, raw, fail)
     return Decoded(obj, tuple(warnings))
+
+
+# Where a type holds free-form data (`Any`: opaque parameters, device status data,
+# managedFields): _ANY, an _Each (every item of a list or map), or the (field, plan) pairs
+# of a model; None where nothing inside is free-form.
+_ANY = "any"
+
+
+@dataclass(frozen=True, slots=True)
+class _Each:
+    inner: Any
+
+
+@cache
+def _free_form(tp: Any) -> Any:
+    """The plan of where free-form values sit inside a type (types nest a few levels):
+    for a model, (attribute, wire name, plan) of each field that holds some."""
+    tp = _unwrap_optional(tp)
+    if tp is Any:
+        return _ANY
+    origin = typing.get_origin(tp)
+    if origin in (tuple, dict):
+        inner = _free_form(typing.get_args(tp)[-1 if origin is dict else 0])
+        return _Each(inner) if inner is not None else None
+    if isinstance(tp, type) and issubclass(tp, Model):
+        fields = tuple(
+            (f.name, f.encode_name, plan)
+            for f in msgspec.structs.fields(tp)
+            if f.encode_name != UNKNOWN_FIELDS_KEY and (plan := _free_form(f.type)) is not None
+        )
+        return fields or None
+    return None
+
+
+def _bound_free_form(value: Any, plan: Any, fail: Any) -> None:
+    """Free-form values are the only part of a typed document that can nest without bound:
+    each is checked before anything walks it (the typed parts follow their models). The
+    value is plain data, or (after a typed decode) the model itself."""
+    if plan == _ANY:
+        try:
+            check_depth(value)
+        except InputError as err:
+            raise fail("", err.message) from None
+    elif isinstance(plan, _Each):
+        items = value.values() if isinstance(value, dict) else value
+        for item in items if isinstance(value, dict | list | tuple) else ():
+            _bound_free_form(item, plan.inner, fail)
+    elif isinstance(value, Model):
+        for attribute, _, inner in plan:
+            _bound_free_form(getattr(value, attribute), inner, fail)
+    elif isinstance(value, dict):
+        for _, name, inner in plan:
+            if name in value:
+                _bound_free_form(value[name], inner, fail)
+
+
+def _walkable(raw: dict[str, Any], fail: Any) -> dict[str, Any]:
+    """The document, once its nesting is known to be within the bound that the recursive
+    walks here (copying, stripping unknown fields) need."""
+    try:
+        check_depth(raw)
+    except InputError as err:
+        raise fail("", err.message) from None
+    return raw
+
+
+def _failure(ref: ObjectRef) -> Callable[[str, str], ValidationError]:
+    """How decoding fails for one object: a problem at a field path of it."""
+
+    def fail(path: str, message: str) -> ValidationError:
+        return ValidationError([Problem(message, path, ref)])
+
+    return fail
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a plain value's type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    names: dict[type, str] = {str: "string", list: "list", dict: "object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _model_for(raw: dict[str, Any], fail: Any) -> tuple[type[KubeObject], list[tuple[str, str]]]:
@@ -163,15 +252,15 @@ def _upgrade_shapes(
 # --- JSON fast path -----------------------------------------------------------------------
 
 
-class _Head(msgspec.Struct):
+class JsonHead(msgspec.Struct):
     """Just enough of a JSON document to route it: msgspec skips everything else in C."""
 
     apiVersion: str = ""
     kind: str = ""
-    items: list[msgspec.Raw] | None = None
+    items: msgspec.Raw = msgspec.Raw()  # empty when absent
 
 
-_head_decoder = msgspec.json.Decoder(_Head)
+json_head = msgspec.json.Decoder(JsonHead).decode
 
 
 @cache
@@ -179,27 +268,30 @@ def _typed_decoder(cls: type[KubeObject]) -> msgspec.json.Decoder[KubeObject]:
     return msgspec.json.Decoder(cls, dec_hook=_dec_hook)
 
 
-def split_json(data: bytes) -> list[tuple[int | None, msgspec.Raw]]:
-    """The objects of a JSON text: a kubectl List's items (with index) or the one object."""
-    head = _head_decoder.decode(data)
-    if head.kind.endswith("List") and head.items is not None:
-        return list(enumerate(head.items))
-    return [(None, msgspec.Raw(data))]
-
-
 def decode_json(raw: msgspec.Raw | bytes, typed: bool = True) -> Decoded:
     """Decode one JSON object straight into its model (no intermediate dicts) when it is
     plain v1; anything that needs the general path (unknown fields, older shapes, errors)
     takes it, so both paths give the same object and the same problems. `typed=False`
     forces the general path (for texts that spell kubedra's own unknown-fields key)."""
-    head = _head_decoder.decode(raw)
+    try:
+        head = json_head(raw)
+    except msgspec.ValidationError:  # a kind or apiVersion that is no string
+        head = JsonHead()
     cls = BY_KIND.get(head.kind)
     if typed and cls is not None and head.apiVersion == api_version_of(cls):
         try:
-            return Decoded(_typed_decoder(cls).decode(raw), ())
-        except msgspec.ValidationError:
+            obj = _typed_decoder(cls).decode(raw)
+        except (msgspec.ValidationError, RecursionError):
             pass
-    return decode_object(msgspec.json.decode(raw))
+        else:
+            ref = ObjectRef(cls.KIND, obj.namespace, obj.name)
+            _bound_free_form(obj, _free_form(cls), _failure(ref))
+            return Decoded(obj, ())
+    try:
+        data = msgspec.json.decode(raw)
+    except RecursionError:
+        raise _failure(ObjectRef())("", too_deep().message) from None
+    return decode_object(data)
 
 
 # --- conversion ---------------------------------------------------------------------------
@@ -235,7 +327,9 @@ def _convert(cls: type[KubeObject], raw: dict[str, Any], fail: Any) -> KubeObjec
     except msgspec.ValidationError as err:
         if not str(err).startswith("Object contains unknown field"):
             raise fail(*_error_location(cls, raw, str(err))) from None
-    stripped = copy.deepcopy(raw)
+    except RecursionError:
+        raise fail("", too_deep().message) from None
+    stripped = copy.deepcopy(_walkable(raw, fail))
     # Sorted by path, so that the same document read in any key order gives equal objects.
     unknown = sorted(_strip_unknown(cls, stripped, ()), key=lambda f: _path_key(f.path))
     try:
@@ -246,7 +340,7 @@ def _convert(cls: type[KubeObject], raw: dict[str, Any], fail: Any) -> KubeObjec
 
 
 def _path_key(path: tuple[str | int, ...]) -> tuple[tuple[int, int, str], ...]:
-    return tuple((0, s, "") if isinstance(s, int) else (1, 0, s) for s in path)
+    return tuple((0, s, "") if isinstance(s, int) else (1, 0, str(s)) for s in path)
 
 
 @cache
@@ -329,11 +423,24 @@ def _failing_entry(tp: Any, value: Any) -> tuple[str, Any, Any]:
     return "...", None, value_type
 
 
+class Key(str):
+    """A map key in a field path. Upstream's field paths write map entries as `[key]`
+    (field.Path.Key), whatever the key looks like: `attributes[model]`."""
+
+    __slots__ = ()
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def format_path(segments: Iterable[str | int]) -> str:
-    """`("spec", "devices", 0, "name")` -> `spec.devices[0].name`; odd map keys bracketed."""
+    """`("spec", "devices", 0, "attributes", Key("model"))` -> `spec.devices[0].attributes[model]`.
+
+    A plain string that is no identifier (a key whose kind the caller does not know) is
+    bracketed too, so every path stays readable back by `field_lines.parse_path`."""
     out = ""
     for seg in segments:
-        if isinstance(seg, int) or (out and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", seg)):
+        if isinstance(seg, int | Key) or (out and not _IDENTIFIER.fullmatch(seg)):
             out += f"[{seg}]"
         else:
             out += f".{seg}" if out else seg
@@ -372,24 +479,37 @@ def _put(data: Any, path: tuple[str | int, ...], value: Any) -> None:
 
 def dump_yaml(objects: Iterable[KubeObject]) -> str:
     """Multi-document YAML, `---` between documents."""
-    docs = [
-        yaml.dump(
-            to_dict(o),
-            Dumper=_Dumper,
-            sort_keys=True,
-            default_flow_style=False,
-            allow_unicode=True,
-            width=1 << 16,
-        )
-        for o in objects
-    ]
-    return "---\n".join(docs)
+    return "---\n".join(yaml_text(to_dict(o)) for o in objects)
 
 
 def dump_json(objects: Iterable[KubeObject]) -> str:
     """One object as JSON, several as a kubectl `List` (4-space indent, sorted keys)."""
     items = [to_dict(o) for o in objects]
     data = items[0] if len(items) == 1 else {"apiVersion": "v1", "items": items, "kind": "List"}
+    return json_text(data)
+
+
+def kube_list(objects: Iterable[KubeObject]) -> dict[str, Any]:
+    """A kubectl `List` of the objects, as `kubectl get TYPE -o yaml|json` prints any number
+    of them (none and one included)."""
+    items = [to_dict(o) for o in objects]
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
+
+
+def yaml_text(data: Any) -> str:
+    """Plain data as block YAML, keys sorted, as kubectl prints it."""
+    return yaml.dump(
+        data,
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=1 << 16,
+    )
+
+
+def json_text(data: Any) -> str:
+    """Plain data as kubectl's JSON: 4-space indent, keys sorted, a final newline."""
     return json.dumps(data, indent=4, sort_keys=True, ensure_ascii=False) + "\n"
 
 

@@ -6,6 +6,7 @@ from typing import TypeVar
 
 import msgspec
 
+from kubedra.api.coordination import Lease
 from kubedra.api.core import Namespace, Node, Pod
 from kubedra.api.meta import KubeObject
 from kubedra.api.resource import (
@@ -31,7 +32,11 @@ ALL_KINDS: tuple[type[KubeObject], ...] = (
     Namespace,
 )
 
-BY_KIND: dict[str, type[KubeObject]] = {cls.KIND: cls for cls in ALL_KINDS}
+# Kinds of the machinery rather than of workloads and devices (leader election): stored and
+# served like the others, left out of ALL_KINDS (what views, mirrors and dumps cover).
+CONTROL_KINDS: tuple[type[KubeObject], ...] = (Lease,)
+
+BY_KIND: dict[str, type[KubeObject]] = {cls.KIND: cls for cls in ALL_KINDS + CONTROL_KINDS}
 
 # Older resource.k8s.io versions that the codec upgrades to v1 (with a warning). v1beta2 has
 # the v1 shape; v1beta1 has flat requests and a `basic` wrapper around devices.
@@ -66,6 +71,8 @@ SHORT_NAMES: dict[str, str] = {
     "ns": "Namespace",
     "namespace": "Namespace",
     "namespaces": "Namespace",
+    "lease": "Lease",
+    "leases": "Lease",
 }
 
 

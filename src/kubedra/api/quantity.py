@@ -3,7 +3,9 @@
 The value is held as a whole number of nano-units (value * 10**9), the finest precision
 upstream's ``resource.Quantity`` keeps, so sums and comparisons are exact and never touch
 floating point. Like upstream, a quantity remembers the suffix family it was written in and
-prints a canonical form of that family.
+prints a canonical form of that family. It also remembers whether upstream would hold it in
+its fast int64 form (mantissa and decimal scale) or as an arbitrary-precision decimal: CEL's
+`isInteger()`/`asInteger()` answer from that form (upstream's AsInt64), not from the value.
 """
 
 from __future__ import annotations
@@ -73,17 +75,24 @@ def _div_away(value: int, divisor: int) -> int:
 class Quantity:
     """An immutable, hashable quantity, ordered and compared by value alone."""
 
-    __slots__ = ("_fmt", "_nanos", "_text")
+    __slots__ = ("_amount", "_fmt", "_nanos", "_text")
 
     _nanos: int
     _fmt: Format
     _text: str | None
+    _amount: Amount | None  # upstream's int64Amount (value, scale), None for an inf.Dec
 
-    def __init__(self, nanos: int, fmt: Format = Format.DECIMAL_SI) -> None:
-        """Build from a nano-unit count; prefer the ``from_*`` and ``parse`` constructors."""
+    def __init__(
+        self, nanos: int, fmt: Format = Format.DECIMAL_SI, amount: Amount | None = None
+    ) -> None:
+        """Build from a nano-unit count; prefer the ``from_*`` and ``parse`` constructors.
+
+        Without `amount` the value is taken as upstream's NewScaledQuantity(nanos, Nano).
+        """
         self._nanos = nanos
         self._fmt = fmt
         self._text = None
+        self._amount = amount if amount is not None else _fits((nanos, -9))
 
     @classmethod
     def parse(cls, text: str) -> Quantity:
@@ -93,7 +102,12 @@ class Quantity:
     @classmethod
     def from_int(cls, value: int, fmt: Format = Format.DECIMAL_SI) -> Quantity:
         """Whole units, like upstream's NewQuantity."""
-        return cls(value * _NANO, fmt)
+        return cls(value * _NANO, fmt, _fits((value, 0)))
+
+    @classmethod
+    def from_milli(cls, milli: int, fmt: Format = Format.DECIMAL_SI) -> Quantity:
+        """Milli-units, like upstream's NewMilliQuantity."""
+        return cls(milli * 10**6, fmt, _fits((milli, -3)))
 
     @classmethod
     def from_nanos(cls, nanos: int, fmt: Format = Format.DECIMAL_SI) -> Quantity:
@@ -154,16 +168,16 @@ class Quantity:
     def add(self, other: Quantity) -> Quantity:
         """Exact sum; keeps self's format unless self is zero (upstream Add does the same)."""
         fmt = other._fmt if self._nanos == 0 else self._fmt
-        return Quantity(self._nanos + other._nanos, fmt)
+        return _result(self._nanos + other._nanos, fmt, _add(self._amount, other._amount))
 
     def sub(self, other: Quantity) -> Quantity:
         """Exact difference, with the same format rule as :meth:`add`."""
         fmt = other._fmt if self._nanos == 0 else self._fmt
-        return Quantity(self._nanos - other._nanos, fmt)
+        return _result(self._nanos - other._nanos, fmt, _add(self._amount, _neg(other._amount)))
 
     def neg(self) -> Quantity:
         """The negated value in the same format."""
-        return Quantity(-self._nanos, self._fmt)
+        return _result(-self._nanos, self._fmt, _neg(self._amount))
 
     def sign(self) -> int:
         """-1, 0 or 1."""
@@ -174,15 +188,24 @@ class Quantity:
         return self._nanos == 0
 
     def is_integer(self) -> bool:
-        """CEL ``isInteger()``: a whole number that fits an int64."""
-        whole, frac = divmod(self._nanos, _NANO)
-        return frac == 0 and _INT64_MIN <= whole <= _INT64_MAX
+        """CEL ``isInteger()``: upstream's AsInt64 succeeds, which needs the fast int64 form
+        with a scale of zero or more: "1Gi" and "1e3" are integers, "1000m", "2.0" and
+        "0.5Gi" are not, although their values are whole."""
+        return self._int64() is not None
 
     def as_integer(self) -> int:
         """CEL ``asInteger()``: the value, if :meth:`is_integer` holds."""
-        if not self.is_integer():
+        value = self._int64()
+        if value is None:
             raise QuantityError(_ERR_NOT_INT)
-        return self._nanos // _NANO
+        return value
+
+    def _int64(self) -> int | None:
+        if self._amount is None or self._amount[1] < 0:
+            return None
+        value, scale = self._amount
+        whole = value * 10**scale
+        return whole if _INT64_MIN <= whole <= _INT64_MAX else None
 
     def as_approximate_float(self) -> float:
         """Nearest float (correctly rounded); +/-inf when out of range, like upstream."""
@@ -198,6 +221,38 @@ class Quantity:
     def milli_value(self) -> int:
         """Upstream MilliValue(): milli-units, fractions rounded away from zero."""
         return _div_away(self._nanos, 10**6)
+
+
+Amount = tuple[int, int]  # upstream int64Amount: value * 10**scale, value an int64
+
+
+def _fits(amount: Amount) -> Amount | None:
+    return amount if _INT64_MIN <= amount[0] <= _INT64_MAX else None
+
+
+def _neg(amount: Amount | None) -> Amount | None:
+    return None if amount is None else _fits((-amount[0], amount[1]))
+
+
+def _add(a: Amount | None, b: Amount | None) -> Amount | None:
+    """Upstream int64Amount.Add: align to the smaller scale; overflow means an inf.Dec."""
+    if a is None or b is None:
+        return None
+    if b[0] == 0:
+        return a
+    if a[0] == 0:
+        return b
+    scale = min(a[1], b[1])
+    aligned = [v * 10 ** (s - scale) for v, s in (a, b)]
+    if any(not _INT64_MIN <= v <= _INT64_MAX for v in aligned):
+        return None
+    return _fits((aligned[0] + aligned[1], scale))
+
+
+def _result(nanos: int, fmt: Format, amount: Amount | None) -> Quantity:
+    quantity = Quantity(nanos, fmt)
+    quantity._amount = amount
+    return quantity
 
 
 def parse_quantity(text: str) -> Quantity:
@@ -228,7 +283,27 @@ def _parse(text: str) -> Quantity:
         nanos = min(nanos, _BINARY_CAP_NANOS)
         if 0 < nanos < _NANO:
             fmt = Format.DECIMAL_SI
-    return Quantity(-nanos if sign == "-" else nanos, fmt)
+    amount = (0, 0) if text == "0" else _fast_amount(whole.lstrip("0") or "0", frac, suffix)
+    if amount is not None and sign == "-":
+        amount = (-amount[0], amount[1])
+    return _result(-nanos if sign == "-" else nanos, fmt, amount)
+
+
+def _fast_amount(num: str, denom: str, suffix: str) -> Amount | None:
+    """The int64 form ParseQuantity keeps when its fast path applies, else None."""
+    binary = _BINARY_SUFFIXES.get(suffix)
+    if binary is not None:
+        if denom:
+            return None
+        precision = 15 - len(num) - int(binary * 3 / 10) - 1
+        return _fits((int(num) << binary, 0)) if precision >= 0 else None
+    exponent = _DECIMAL_SUFFIXES.get(suffix)
+    if exponent is None:
+        exponent = int(suffix[1:])  # validated by _scale: "e<n>" or "E<n>"
+    scale = exponent - len(denom)
+    if 18 - len(num) - len(denom) < 0 or scale < -9:
+        return None
+    return (int(num + denom), scale)
 
 
 def _scale(digits: str, frac_len: int, suffix: str) -> tuple[Format, int]:

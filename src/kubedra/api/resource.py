@@ -1,4 +1,4 @@
-"""Typed models of every field of resource.k8s.io/v1 (Kubernetes 1.34+ DRA, GA).
+"""Typed models of every field of resource.k8s.io/v1 (Kubernetes 1.34+ DRA, GA; as of 1.37).
 
 Field names and nesting follow upstream's `resource/v1` Go types one to one, so manifests
 written for a real cluster load verbatim. DeviceTaintRule is served as v1beta2 in 1.36 and
@@ -128,6 +128,10 @@ class CounterSet(Model):
 class DeviceCounterConsumption(Model):
     counter_set: str = ""
     counters: dict[str, Counter] = msgspec.field(default_factory=dict)
+    # DRADeviceCompatibilityGroups (alpha in 1.37): modelled, not implemented (see
+    # docs/compatibility.md); the allocator ignores slices that use it, as upstream does
+    # with the feature off.
+    compatibility_groups: tuple[str, ...] = ()
 
 
 class DeviceTaint(Model):
@@ -135,6 +139,24 @@ class DeviceTaint(Model):
     value: str | None = None
     effect: str | None = None
     time_added: str | None = None
+
+
+class NodeAllocatableMapping(Model):
+    capacity_key: str | None = None
+    capacity_multiplier: Quantity | None = None
+    device_multiplier: Quantity | None = None
+
+
+class NodeAllocatableOverhead(Model):
+    per_pod: Quantity | None = None
+    per_container: Quantity | None = None
+
+
+class NodeAllocatableResource(Model):
+    """DRANodeAllocatableResources (alpha in 1.37): modelled, not implemented."""
+
+    mapping: NodeAllocatableMapping | None = None
+    overhead: NodeAllocatableOverhead | None = None
 
 
 class Device(Model):
@@ -150,6 +172,9 @@ class Device(Model):
     binding_conditions: tuple[str, ...] = ()
     binding_failure_conditions: tuple[str, ...] = ()
     allow_multiple_allocations: bool | None = None
+    node_allocatable_resources: dict[str, NodeAllocatableResource] = msgspec.field(
+        default_factory=dict
+    )
 
 
 class ResourcePool(Model):
@@ -167,6 +192,9 @@ class ResourceSliceSpec(Model):
     devices: tuple[Device, ...] = ()
     per_device_node_selection: bool | None = None
     shared_counters: tuple[CounterSet, ...] = ()
+    # Alpha in 1.37 (DRAPartitionableDevicesType, DRAOptionalNodeOperations): modelled only.
+    partition_type_attribute: str | None = None
+    skip_node_operations: tuple[str, ...] = ()
 
 
 class ResourceSlice(KubeObject):
@@ -192,6 +220,14 @@ class CapacityRequirements(Model):
     requests: dict[str, Quantity] = msgspec.field(default_factory=dict)
 
 
+class DeviceDerivedAttribute(Model):
+    """DRADerivedAttributes (alpha in 1.37): modelled; the allocator refuses requests that
+    use it, as upstream does with the feature off."""
+
+    name: str = ""
+    expression: str = ""
+
+
 class ExactDeviceRequest(Model):
     device_class_name: str = ""
     selectors: tuple[DeviceSelector, ...] = ()
@@ -200,6 +236,7 @@ class ExactDeviceRequest(Model):
     admin_access: bool | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
     capacity: CapacityRequirements | None = None
+    derived_attributes: tuple[DeviceDerivedAttribute, ...] = ()
 
 
 class DeviceSubRequest(Model):
@@ -210,6 +247,7 @@ class DeviceSubRequest(Model):
     count: int | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
     capacity: CapacityRequirements | None = None
+    derived_attributes: tuple[DeviceDerivedAttribute, ...] = ()
 
 
 class DeviceRequest(Model):
@@ -250,6 +288,7 @@ class DeviceRequestAllocationResult(Model):
     binding_failure_conditions: tuple[str, ...] = ()
     share_id: str | None = msgspec.field(default=None, name="shareID")
     consumed_capacity: dict[str, Quantity] = msgspec.field(default_factory=dict)
+    skip_node_operations: tuple[str, ...] = ()  # DRAOptionalNodeOperations (alpha)
 
 
 class DeviceAllocationConfiguration(Model):

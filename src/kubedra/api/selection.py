@@ -37,13 +37,39 @@ def term_matches(term: NodeSelectorTerm, node_name: str, labels: Mapping[str, st
     """All requirements of a term hold; an empty term matches nothing (upstream rule)."""
     if not term.match_expressions and not term.match_fields:
         return False
-    for req in term.match_fields:
-        if req.key != "metadata.name":
-            raise NodeSelectorError(f"not a valid field selector key: {req.key}")
     fields = {"metadata.name": node_name}
     return all(requirement_matches(r, labels) for r in term.match_expressions) and all(
-        requirement_matches(r, fields) for r in term.match_fields
+        field_matches(r, fields) for r in term.match_fields
     )
+
+
+def field_matches(req: NodeSelectorRequirement, fields: Mapping[str, str]) -> bool:
+    """A `matchFields` requirement: In/NotIn with one value; a field the node lacks reads as
+    the empty string (upstream's field selectors)."""
+    if req.operator not in ("In", "NotIn") or len(req.values) != 1:
+        raise NodeSelectorError(
+            f"{req.key}: field selectors support In and NotIn with exactly one value"
+        )
+    equal = fields.get(req.key, "") == req.values[0]
+    return equal if req.operator == "In" else not equal
+
+
+def selector_problems(selector: NodeSelector) -> list[str]:
+    """Every malformed requirement of every non-empty term, as upstream's
+    `nodeaffinity.NewNodeSelector` finds them before matching anything (DRA's node
+    selection is strict: one bad term fails the selector even if another would match)."""
+    problems = []
+    for i, term in enumerate(selector.node_selector_terms):
+        for kind, reqs, check in (
+            ("matchExpressions", term.match_expressions, requirement_matches),
+            ("matchFields", term.match_fields, field_matches),
+        ):
+            for j, req in enumerate(reqs):
+                try:
+                    check(req, {})
+                except NodeSelectorError as exc:
+                    problems.append(f"nodeSelectorTerms[{i}].{kind}[{j}]: {exc}")
+    return problems
 
 
 def requirement_matches(req: NodeSelectorRequirement, values: Mapping[str, str]) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from kubedra.cel import ast
 from kubedra.cel.env import NAMESPACES, Env
 from kubedra.cel.errors import CelEvalError, Issue
-from kubedra.cel.patterns import bare_lookup
+from kubedra.cel.ext_format import template_problem
+from kubedra.cel.patterns import bare_lookup, children
 from kubedra.cel.registry import Overload
 from kubedra.cel.stdlib import compile_regex, static_type_of_name
 from kubedra.cel.types import (
@@ -14,11 +15,13 @@ from kubedra.cel.types import (
     DEVICE,
     DOUBLE,
     DYN,
+    FREE,
     INT,
     NULL,
     STRING,
     UINT,
     Type,
+    equivalent,
     is_dyn,
     join,
     list_of,
@@ -30,21 +33,55 @@ from kubedra.cel.types import (
 from kubedra.cel.values import UInt
 
 Scope = dict[str, Type]
-_REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
 _MAP_KEYS = frozenset({"int", "uint", "string", "bool", "dyn"})
 # cel.OptionalTypes' macros: `opt.optMap(x, expr)` / `opt.optFlatMap(x, expr)`.
 _OPTIONAL_MACROS = frozenset({"optMap", "optFlatMap"})
 
 
 def check(node: ast.Node, env: Env) -> Type:
-    """Type-check `node` in `env`; raises `Issue` on the first error."""
-    return _Checker(env).visit(node, {})
+    """Type-check `node` in `env`, then validate aggregate literals; raises `Issue` on the
+    first error."""
+    result = _Checker(env).visit(node, {})
+    _check_homogeneous(node, exempt=False)
+    return result
+
+
+def _check_homogeneous(node: ast.Node, exempt: bool) -> None:
+    """cel-go's HomogeneousAggregateLiterals validator: the elements of a list literal (keys
+    and values of a map literal) must all have the first one's type exactly (`dyn` is no
+    wildcard here), except inside a `format` call. Pre-order, as cel-go reports."""
+    if isinstance(node, ast.Call) and node.function == "format":
+        exempt = True
+    if not exempt and isinstance(node, ast.ListLit):
+        types = [_unwrapped(e.typ, i in node.optional_indices) for i, e in enumerate(node.elements)]
+        _same_types(node.elements, types)
+    if not exempt and isinstance(node, ast.MapLit):
+        keys = [k for k, _, _ in node.entries]
+        values = [v for _, v, _ in node.entries]
+        _same_types(keys, [k.typ for k in keys])
+        _same_types(values, [_unwrapped(v.typ, o) for _, v, o in node.entries])
+    for child in children(node):
+        _check_homogeneous(child, exempt)
+
+
+def _unwrapped(t: Type | None, optional: bool) -> Type | None:
+    return t.params[0] if optional and t is not None and t.params else t
+
+
+def _same_types(nodes: list[ast.Node], types: list[Type | None]) -> None:
+    for element, t in zip(nodes[1:], types[1:], strict=True):
+        if not equivalent(types[0], t):
+            raise Issue(f"expected type '{types[0]}' but found '{t}'", element.pos)
 
 
 def _signature(types: list[Type], member: bool) -> str:
     if member:
         return f"{types[0]}.({', '.join(str(t) for t in types[1:])})"
     return f"({', '.join(str(t) for t in types)})"
+
+
+def _boolish(t: Type) -> bool:
+    return t == BOOL or is_dyn(t)
 
 
 def literal_type(value: object) -> Type:
@@ -56,7 +93,6 @@ def literal_type(value: object) -> Type:
 class _Checker:
     def __init__(self, env: Env) -> None:
         self.env = env
-        self.exempt = 0  # inside a `format` call: literals may mix types (cel-go exempts it)
 
     def visit(self, node: ast.Node, scope: Scope) -> Type:
         method = getattr(self, f"_{type(node).__name__.lower()}")
@@ -71,7 +107,7 @@ class _Checker:
         found = scope.get(node.name) or self.env.variables.get(node.name)
         found = found or static_type_of_name(node.name)
         if found is None:
-            raise Issue(f"undeclared reference to '{node.name}'", node.pos)
+            raise Issue(f"undeclared reference to '{node.name}' (in container '')", node.pos)
         return found
 
     def _select(self, node: ast.Select, scope: Scope) -> Type:
@@ -90,7 +126,7 @@ class _Checker:
             if found is None:
                 raise Issue(f"undefined field '{node.field}'", node.pos)
             return found
-        if operand.name == "map" and operand.params[0] in (STRING, DYN):
+        if operand.name == "map" and (operand.params[0] == STRING or is_dyn(operand.params[0])):
             return operand.params[1]
         if is_dyn(operand):
             return DYN
@@ -108,7 +144,7 @@ class _Checker:
         return optional_of(result) if wrap else result
 
     def _element(self, node: ast.Index, operand: Type, index: Type) -> Type:
-        if operand.name == "list" and index in (INT, UINT, DYN):
+        if operand.name == "list" and (index in (INT, UINT) or is_dyn(index)):
             return operand.params[0]
         if operand.name == "map" and unify(operand.params[0], index, {}):
             return operand.params[1]
@@ -121,12 +157,10 @@ class _Checker:
         self._resolve_namespace(node, scope)
         member = node.target is not None
         args = ([node.target] if node.target is not None else []) + node.args
-        self.exempt += node.function == "format"
         types = [self.visit(a, scope) for a in args]
-        self.exempt -= node.function == "format"
         candidates = self.env.library.lookup(node.function, member)
         if not candidates and not self.env.library.has_name(node.function):
-            raise Issue(f"undeclared reference to '{node.function}'", node.pos)
+            raise Issue(f"undeclared reference to '{node.function}' (in container '')", node.pos)
         matched: list[tuple[Overload, Type]] = []
         for overload in candidates:
             bound: dict[str, Type] = {}
@@ -140,6 +174,7 @@ class _Checker:
                         node.pos)  # fmt: skip
         node.overloads = [o for o, _ in matched]
         self._validate_regex(node)
+        self._validate_format(node)
         results = {r for _, r in matched}
         return results.pop() if len(results) == 1 else DYN
 
@@ -156,33 +191,47 @@ class _Checker:
             node.target = None
 
     def _validate_regex(self, node: ast.Call) -> None:
-        """Literal patterns fail at compile time: `matches` by cel-go's
-        ValidateRegexLiterals (k8s 1.29: "invalid matches argument"), `find`/`findAll`
-        when cel-go precompiles a constant pattern while building the program."""
-        if node.function not in _REGEX_FUNCTIONS:
+        """cel-go's ValidateRegexLiterals: a member `matches` with a literal pattern that
+        does not compile is a compile issue (other constant patterns fail when the program
+        is planned, see `planner`)."""
+        if node.function != "matches" or node.target is None:
             return
-        pattern = node.args[0] if node.target is not None else node.args[-1]
+        pattern = node.args[0]
         if isinstance(pattern, ast.Literal) and type(pattern.value) is str:
             try:
                 compile_regex(pattern.value)
-            except CelEvalError as exc:
-                what = ("invalid matches argument" if node.function == "matches"
-                        else "program instantiation failed")  # fmt: skip
-                raise Issue(f"{what}: {exc}", pattern.pos) from None
+            except CelEvalError:
+                raise Issue("invalid matches argument", pattern.pos) from None
+
+    def _validate_format(self, node: ast.Call) -> None:
+        """A literal template with a list literal is checked against the arguments' static
+        types when compiling, as cel-go's string format validator does."""
+        target, args = node.target, node.args
+        if (
+            node.function != "format"
+            or not isinstance(target, ast.Literal)
+            or type(target.value) is not str
+            or len(args) != 1
+            or not isinstance(args[0], ast.ListLit)
+        ):
+            return
+        problem = template_problem(target.value, args[0].elements)
+        if problem is not None:
+            message, blame = problem
+            raise Issue(message, (blame or node).pos)
 
     def _logic(self, node: ast.Logic, scope: Scope) -> Type:
-        left, right = self.visit(node.left, scope), self.visit(node.right, scope)
-        if not all(t in (BOOL, DYN) for t in (left, right)):
-            sig = _signature([left, right], False)
-            fn = "_&&_" if node.op == "&&" else "_||_"
-            raise Issue(f"found no matching overload for '{fn}' applied to '{sig}'", node.pos)
+        for operand in (node.left, node.right):
+            t = self.visit(operand, scope)
+            if not _boolish(t):
+                raise Issue(f"expected type 'bool' but found '{t}'", operand.pos)
         return BOOL
 
     def _conditional(self, node: ast.Conditional, scope: Scope) -> Type:
         cond = self.visit(node.cond, scope)
         then, other = self.visit(node.then, scope), self.visit(node.otherwise, scope)
         result = join(then, other)
-        if cond not in (BOOL, DYN) or result is None:
+        if not _boolish(cond) or result is None:
             sig = _signature([cond, then, other], False)
             raise Issue(f"found no matching overload for '_?_:_' applied to '{sig}'", node.pos)
         return result
@@ -194,7 +243,7 @@ class _Checker:
             if i in node.optional_indices:
                 t = t.params[0] if t.name == "optional_type" else DYN
             elem = self._homogeneous(elem, t, element)
-        return list_of(elem or DYN)
+        return list_of(elem or FREE)
 
     def _maplit(self, node: ast.MapLit, scope: Scope) -> Type:
         key_t: Type | None = None
@@ -208,18 +257,14 @@ class _Checker:
                 vt = vt.params[0] if vt.name == "optional_type" else DYN
             key_t = self._homogeneous(key_t, kt, key)
             value_t = self._homogeneous(value_t, vt, value)
-        return map_of(key_t or DYN, value_t or DYN)
+        return map_of(key_t or FREE, value_t or FREE)
 
     def _homogeneous(self, seen: Type | None, t: Type, node: ast.Node) -> Type:
-        """Aggregate literals must be homogeneous (HomogeneousAggregateLiterals)."""
+        """The literal's element type: their common type, dyn if none (mixed types are
+        reported after checking, by `_check_homogeneous`)."""
         if seen is None:
             return t
-        common = join(seen, t)
-        if common is None and self.exempt:
-            return DYN
-        if common is None:
-            raise Issue(f"expected type '{seen}' but found '{t}'", node.pos)
-        return common
+        return join(seen, t) or DYN
 
     def _comprehension(self, node: ast.Comprehension, scope: Scope) -> Type:
         if node.kind == "bind":
@@ -240,7 +285,7 @@ class _Checker:
             first, second = (INT, rng.params[0]) if node.var2 else (rng.params[0], DYN)
         elif rng.name == "map":
             first, second = rng.params
-        elif is_dyn(rng):
+        elif rng.name == "dyn":
             first, second = DYN, DYN
         else:
             raise Issue(f"expression of type '{rng}' cannot be range of a comprehension "
@@ -263,7 +308,7 @@ class _Checker:
         if kind in ("map_filter", "transformList", "transformMap") and len(res) == 2:
             predicates = res[:1]
         for arg, t in zip(node.args, predicates, strict=False):
-            if t not in (BOOL, DYN):
+            if not _boolish(t):
                 raise Issue(f"expected type 'bool' but found '{t}'", arg.pos)
         if kind in ("all", "exists", "exists_one", "existsOne"):
             return BOOL

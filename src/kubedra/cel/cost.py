@@ -23,9 +23,22 @@ from kubedra.cel.callcost import (
     scan,
 )  # fmt: skip
 from kubedra.cel.patterns import device_map
-from kubedra.cel.types import BYTES, STRING, Type
+from kubedra.cel.types import BYTES, CIDR, DYN, IP, QUANTITY, SEMVER, STRING, Type, is_dyn
 
 _TEXTUAL = (STRING, BYTES)
+_CONSTANT_EQUALITY = (QUANTITY, SEMVER, IP, CIDR)
+# Functions Kubernetes' library cost estimator prices itself (k8s.io/apiserver/pkg/cel/
+# library/cost.go): it sees the call's nodes, not cel-go's overload candidates.
+_KUBERNETES_ESTIMATED = frozenset({
+    "isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes", "url",
+    "lowerAscii", "upperAscii", "substring", "trim", "replace", "split", "join", "find",
+    "findAll", "cidr", "isIP", "isCIDR", "ip", "ip.isCanonical", "masked", "prefixLength",
+    "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
+    "isGlobalUnicast", "containsIP", "containsCIDR", "quantity", "isQuantity", "semver",
+    "isSemver", "sign", "asInteger", "isInteger", "asApproximateFloat", "isGreaterThan",
+    "isLessThan", "compareTo", "add", "sub", "major", "minor", "patch", "getScheme",
+    "getHostname", "getHost", "getPort", "getEscapedPath", "getQuery",
+})  # fmt: skip
 _ORDERING = frozenset({"_<_", "_<=_", "_>_", "_>=_"})
 # string -> bytes (up to 4 bytes a character) and bytes -> string traverse their argument.
 _CONVERSIONS = frozenset({("bytes", STRING), ("string", BYTES)})
@@ -44,7 +57,9 @@ class Shape:
 
 UNKNOWN = Shape(UNBOUNDED)
 SCALAR = Shape(1)
-_ATTRIBUTE_VALUE = Shape(64, elem=Shape(64))  # a string, or a list attribute (<= 64)
+# A string (<= 64 characters) or a list attribute (<= 64 values of unknown size: upstream's
+# size hints bound the value, not its elements).
+_ATTRIBUTE_VALUE = Shape(64)
 DEVICE_SHAPES = {
     "driver": Shape(63),
     "attributes": Shape(32, Shape(63), Shape(32, Shape(32), _ATTRIBUTE_VALUE)),
@@ -127,47 +142,57 @@ class _Estimator:
             cost, shape = self.visit(arg, scope)
             total += cost
             shapes.append(shape)
-        own = self._own_cost(node, args, shapes, self.device)
+        # A call on dyn arguments may dispatch to any overload the checker kept: cel-go
+        # charges the most expensive of them (the union of their estimates).
+        own, result = max(
+            (self._own_cost(node, args, shapes, types, result)
+             for types, result in _signatures(node, args)),
+            key=lambda pair: (pair[0].cost, pair[0].size or 0),
+        )  # fmt: skip
         if self.nested and node.function in RUNTIME:
             self.nested[-1] += own.cost  # charged by the call itself at run time
-        return total + own.cost, self._result_shape(node, shapes, own)
+        return total + own.cost, self._result_shape(result, shapes, own)
 
-    @staticmethod
     def _own_cost(
-        node: ast.Call, args: list[ast.Node], shapes: list[Shape], device: bool
-    ) -> Static:
-        """The call's own cost (arguments excluded) and a bound on its result's size."""
+        self, node: ast.Call, args: list[ast.Node], shapes: list[Shape], types: list[Type | None],
+        result: Type | None,
+    ) -> tuple[Static, Type | None]:
+        """The call's own cost (arguments excluded) and a bound on its result's size, for
+        one overload (`types`: its argument types)."""
         function, sizes = node.function, [s.size for s in shapes]
-        textual = any(a.typ in _TEXTUAL for a in args)
+        textual = any(t in _TEXTUAL for t in types)
+        if function == "_==_" and types[0] == types[1] and types[0] in _CONSTANT_EQUALITY:
+            return Static(1), result  # Kubernetes' estimator: O(1) for its own types
         if function in ("_==_", "_!=_") or (function in _ORDERING and textual):
-            return Static(scan(min(sizes)) if textual else 1)
+            # cel-go: a traversal of the smaller operand, whatever the types (scalars have
+            # size 1, values of unknown size - a semver next to a dyn - are unbounded).
+            return Static(scan(min(sizes))), result
         if function == "_+_":
-            if node.typ in _TEXTUAL:
-                return Static(scan(sizes[0] + sizes[1]), sizes[0] + sizes[1])
-            return Static(1, sizes[0] + sizes[1] if len(sizes) == 2 else None)
+            if result in _TEXTUAL:
+                return Static(scan(sizes[0] + sizes[1]), sizes[0] + sizes[1]), result
+            return Static(1, sizes[0] + sizes[1] if len(sizes) == 2 else None), result
         literals = [a.value if isinstance(a, ast.Literal) else None for a in args]
-        target = node.target.typ if node.target is not None else None
+        target = types[0] if node.target is not None else None
         if function in LIST_TRAVERSALS and (function == "includes" or _is_list(target)):
             elem = None
             if _string_elements(target):
                 # Upstream knows element sizes only from the device's size hints.
-                hinted = device and _under_device(args[0])
+                hinted = self.device and _under_device(args[0])
                 elem = shapes[0].part("elem").size if hinted else UNBOUNDED
-            return list_call(function, sizes, literals, elem)
-        if function == "@in" and args[1].typ is not None and args[1].typ.name == "map":
-            return Static(1)  # a map lookup; lists (and dyn, as upstream) cost their size
-        if (function, args[0].typ if args else None) in _CONVERSIONS:
-            return Static(scan(sizes[0]), sizes[0] * (4 if function == "bytes" else 1))
+            return list_call(function, sizes, literals, elem), result
+        if function == "@in" and types[1] is not None and types[1].name == "map":
+            return Static(1), result  # a map lookup; lists (and dyn, as upstream) cost their size
+        if (function, types[0] if types else None) in _CONVERSIONS:
+            return Static(scan(sizes[0]), sizes[0] * (4 if function == "bytes" else 1)), result
         if function in ("containsIP", "containsCIDR"):
-            return Static(containment(function, sizes[1] if args[1].typ == STRING else None))
+            return Static(containment(function, sizes[1] if types[1] == STRING else None)), result
         rule = STATIC.get(function)
-        return rule(sizes, literals) if rule is not None else Static(1)
+        return (rule(sizes, literals) if rule is not None else Static(1)), result
 
     @staticmethod
-    def _result_shape(node: ast.Call, shapes: list[Shape], own: Static) -> Shape:
-        result: Type | None = node.typ
+    def _result_shape(result: Type | None, shapes: list[Shape], own: Static) -> Shape:
         if result is None or result.name not in ("string", "bytes", "list", "map"):
-            return SCALAR
+            return SCALAR if _scalar(result) else UNKNOWN
         if own.size is not None:
             elem = Shape(own.elem) if own.elem is not None else _first_elem(shapes)
             return Shape(own.size, elem=elem)
@@ -234,6 +259,37 @@ class _Estimator:
             self.nested[-1] += total
         out_elem = parts[-1][1] if node.kind in ("map", "map_filter", "transformList") else first
         return total, Shape(shape.size, elem=out_elem)
+
+
+def _signatures(
+    node: ast.Call, args: list[ast.Node]
+) -> list[tuple[list[Type | None], Type | None]]:
+    """Argument and result types of each overload the call may run: an argument typed
+    dyn takes the overload's declared type."""
+    actual = [a.typ for a in args]
+    if not node.overloads or node.function in _KUBERNETES_ESTIMATED:
+        # Kubernetes' estimator answers first, from the argument nodes' own types.
+        return [(actual, node.typ)]
+    out = []
+    for overload in node.overloads:
+        types = [
+            p if t is not None and is_dyn(t) and not p.is_param else t
+            for t, p in zip(actual, overload.args, strict=False)
+        ]
+        result = overload.result if not overload.result.is_param and node.typ == DYN else node.typ
+        out.append((types, result))
+    return out
+
+
+def _scalar(t: Type | None) -> bool:
+    """Types of a fixed size (cel-go isScalar): everything else has an unknown size."""
+    if t is not None and t.name == "optional_type":
+        return _scalar(t.params[0])
+    return t is not None and t.name in _SCALAR_TYPES
+
+
+_SCALAR_TYPES = frozenset({"bool", "int", "uint", "double", "google.protobuf.Duration",
+                           "google.protobuf.Timestamp"})  # fmt: skip
 
 
 def _is_list(t: Type | None) -> bool:

@@ -11,7 +11,7 @@ from kubedra.cel.ip_lib import cidr_library, ip_library
 from kubedra.cel.k8s_lib import includes_library, kubernetes_library
 from kubedra.cel.registry import Library
 from kubedra.cel.stdlib import standard_library
-from kubedra.cel.types import BOOL, DEVICE, DYN, QUANTITY, STRING, Type, map_of
+from kubedra.cel.types import ANY, BOOL, DEVICE, DYN, QUANTITY, STRING, Type, map_of
 
 # Namespaces of global functions written like member calls (`strings.quote(x)`).
 NAMESPACES = frozenset({"strings", "optional", "sets", "lists", "ip"})
@@ -25,6 +25,7 @@ class Env:
     variables: dict[str, Type]
     device_fields: dict[str, Type]
     lenient: bool
+    attribute_type: Type = DYN  # what a selector may evaluate to besides bool
 
     def field_type(self, owner: Type, name: str) -> Type | None:
         return self.device_fields.get(name) if owner == DEVICE else None
@@ -46,15 +47,22 @@ def _base_library(list_attributes: bool) -> Library:
 
 @cache
 def selector_env(*, strict: bool, consumable_capacity: bool, list_attributes: bool) -> Env:
-    """The DRA selector environment (`device` variable) for one feature combination."""
+    """The DRA selector environment (`device` variable) for one feature combination.
+
+    Attribute values are `any` typed (upstream's 1.31 declaration) until list attributes
+    come in, then `dyn` (so that lists can be ranged over); a stored expression always
+    gets the newest declaration.
+    """
+    attribute = DYN if list_attributes else ANY
     fields = {
         "driver": STRING,
-        "attributes": map_of(STRING, map_of(STRING, DYN)),
+        "attributes": map_of(STRING, map_of(STRING, attribute)),
         "capacity": map_of(STRING, map_of(STRING, QUANTITY)),
     }
     if consumable_capacity:
         fields["allowMultipleAllocations"] = BOOL
-    return Env(_base_library(list_attributes), {"device": DEVICE}, fields, lenient=not strict)
+    library = _base_library(list_attributes)
+    return Env(library, {"device": DEVICE}, fields, lenient=not strict, attribute_type=attribute)
 
 
 @cache

@@ -37,7 +37,9 @@ class Issue(CelCompileError):
         self.offset = offset
 
     def render(self, source: str) -> str:
-        """Format as `ERROR: <input>:line:col: message` (1-based, as cel-go prints)."""
+        """Format as `ERROR: <input>:line:col: message` (1-based, as cel-go prints; cel-go
+        adds the source line and a caret below, which kubedra leaves out to keep every
+        problem on one line)."""
         line = source.count("\n", 0, self.offset) + 1
         start = source.rfind("\n", 0, self.offset) + 1
         column = self.offset - start + 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from kubedra.cel import ast
 from kubedra.cel.errors import CelEvalError
 from kubedra.cel.runtime import guard_string
 from kubedra.cel.stdlib import format_double
@@ -193,3 +194,82 @@ def _literal(value: object) -> str:
         assert isinstance(value, float)
         return f"{value:.{DEFAULT_PRECISION}f}"
     return _as_string(value)
+
+
+# --- compile-time check of a literal template (cel-go's string format validator) -----------
+
+# Kinds of static type each clause accepts (`dyn` is always accepted).
+_ACCEPTS = {
+    "d": {"int", "uint"},
+    "o": {"int", "uint"},
+    "f": {"double", "string"},
+    "e": {"double", "string"},
+    "b": {"int", "uint", "bool"},
+    "x": {"int", "uint", "string", "bytes"},
+    "X": {"int", "uint", "string", "bytes"},
+    "s": {"list", "map", "int", "uint", "double", "bool", "string", "bytes", "type",
+          "null_type", "google.protobuf.Timestamp", "google.protobuf.Duration"},
+}  # fmt: skip
+_WHAT = {
+    "d": "decimal clause can only be used on integers",
+    "o": "octal clause can only be used on integers",
+    "f": "fixed-point clause can only be used on doubles",
+    "e": "scientific clause can only be used on doubles",
+    "b": "only integers and bools can be formatted as binary",
+    "x": "only integers, byte buffers, and strings can be formatted as hex",
+    "X": "only integers, byte buffers, and strings can be formatted as hex",
+    "s": "string clause can only be used on strings, bools, bytes, ints, doubles, maps, "
+    "lists, types, durations, and timestamps",
+}
+
+
+def template_problem(template: str, args: list[ast.Node]) -> tuple[str, ast.Node | None] | None:
+    """Why `template.format([args...])` cannot work, from the arguments' static types, and
+    the argument to blame (None: the call); None when it can."""
+    used = 0
+    i = 0
+    try:
+        while i < len(template):
+            if template[i] != "%" or template[i + 1 : i + 2] == "%":
+                i += 1 if template[i] != "%" else 2
+                continue
+            _, i = _precision(template, i + 1)
+            verb = template[i]
+            if verb not in _ACCEPTS:
+                raise _parse_error(f'unrecognized formatting clause "{verb}"')
+            if used >= len(args):
+                return f"index {used} out of range", None
+            bad = _unfit(verb, args[used])
+            if bad is not None:
+                kind = _type_name(bad.typ)
+                return f"error during formatting: {_WHAT[verb]}, was given {kind}", bad
+            used += 1
+            i += 1
+    except CelEvalError as exc:
+        return str(exc), None
+    if len(args) > used:
+        return (
+            f"too many arguments supplied to string.format (expected {used}, got {len(args)})",
+            None,
+        )
+    return None
+
+
+def _unfit(verb: str, node: ast.Node) -> ast.Node | None:
+    """The (nested, for %s) argument whose type the clause cannot print, if any."""
+    t = node.typ
+    if t is None or t.name == "dyn":
+        return None
+    if t.name not in _ACCEPTS[verb]:
+        return node
+    if verb == "s" and isinstance(node, ast.ListLit):
+        return next((b for e in node.elements if (b := _unfit(verb, e)) is not None), None)
+    if verb == "s" and isinstance(node, ast.MapLit):
+        parts = [p for k, v, _ in node.entries for p in (k, v)]
+        return next((b for e in parts if (b := _unfit(verb, e)) is not None), None)
+    return None
+
+
+def _type_name(t: object) -> str:
+    name = getattr(t, "name", "dyn")
+    return "google.protobuf.Any" if name == "any" else str(name)

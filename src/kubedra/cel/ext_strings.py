@@ -84,12 +84,12 @@ def split(text: str, sep: str, limit: int = -1) -> list[str]:
 
 def substring(text: str, start: int, end: int | None = None) -> str:
     stop = len(text) if end is None else end
+    if end is not None and start > end:  # checked first, as cel-go does
+        raise CelEvalError(f"invalid substring range. start: {start}, end: {end}")
     if start < 0 or start > len(text):
         raise _out_of_range(start)
     if stop < 0 or stop > len(text):
         raise _out_of_range(stop)
-    if start > stop:
-        raise CelEvalError(f"invalid substring range. start: {start}, end: {stop}")
     return text[start:stop]
 
 

@@ -72,7 +72,7 @@ def _add_quantity(lib: Library) -> None:
     for name, impl in (("add", quantity_add), ("sub", quantity_sub)):
         lib.add(name, (q, q), q, impl, member=True)
         lib.add(name, (q, INT), q, impl, member=True)
-    lib.add("sign", (q,), INT, Quantity.sign, member=True)
+    lib.add("sign", (q,), INT, Quantity.sign)  # a global function upstream: sign(q)
     lib.add("isInteger", (q,), BOOL, Quantity.is_integer, member=True)
     lib.add("asInteger", (q,), INT, quantity_as_integer, member=True)
     lib.add("asApproximateFloat", (q,), DOUBLE, Quantity.as_approximate_float, member=True)

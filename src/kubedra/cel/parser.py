@@ -194,10 +194,12 @@ class _Parser:
             if tok.kind == "op" and tok.text in (".", ".?"):
                 self.next()
                 name = self._ident()
-                if tok.text == "." and self.accept("(") is not None:
-                    node = self._member_call(node, name)
+                paren = self.accept("(") if tok.text == "." else None
+                if paren is not None:
+                    node = self._member_call(node, name, paren.pos)
                 else:
-                    node = ast.Select(name.pos, node, name.text, optional=tok.text == ".?")
+                    # cel-go places a selection at its "." (or ".?").
+                    node = ast.Select(tok.pos, node, name.text, optional=tok.text == ".?")
             elif tok.kind == "op" and tok.text in ("[", "[?"):
                 self.next()
                 self._enter()
@@ -240,11 +242,12 @@ class _Parser:
             return ast.Literal(tok.pos, literals[tok.text])
         if tok.text in RESERVED or tok.text == "in":
             raise Issue(f"Syntax error: reserved identifier '{tok.text}'", tok.pos)
-        if self.accept("(") is not None:
+        paren = self.accept("(")
+        if paren is not None:
             args = self._args(")")
             if tok.text == "has":
                 return self._has(tok, args)
-            return ast.Call(tok.pos, tok.text, None, args)
+            return ast.Call(paren.pos, tok.text, None, args)  # cel-go: a call is at its "("
         return ast.Ident(tok.pos, tok.text)
 
     def _args(self, closer: str) -> list[ast.Node]:
@@ -296,13 +299,13 @@ class _Parser:
         sel = args[0]
         return ast.Select(sel.pos, sel.operand, sel.field, test_only=True)
 
-    def _member_call(self, target: ast.Node, name: Token) -> ast.Node:
+    def _member_call(self, target: ast.Node, name: Token, paren: int) -> ast.Node:
         args = self._args(")")
         if isinstance(target, ast.Ident) and target.name == "cel" and name.text == "bind":
             return self._bind(name, args)
         counts = _MEMBER_MACROS.get(name.text)
         if counts is None or len(args) not in counts:
-            return ast.Call(name.pos, name.text, target, args)
+            return ast.Call(paren, name.text, target, args)
         variables = 2 if name.text in _two_var(len(args)) else 1
         names = [self._macro_var(a, name) for a in args[:variables]]
         kind = name.text

@@ -22,8 +22,9 @@ from kubedra.cel.errors import (
     Issue,
 )
 from kubedra.cel.parser import parse
+from kubedra.cel.planner import plan
 from kubedra.cel.runtime import COST_LIMIT
-from kubedra.cel.types import BOOL, DYN
+from kubedra.cel.types import BOOL
 from kubedra.cel.values import type_name
 
 T = TypeVar("T")
@@ -97,7 +98,7 @@ def compile_selector(
     )
     tree = _checked(expression, env)
     result = tree.typ
-    if result not in (BOOL, DYN):
+    if result not in (BOOL, env.attribute_type):
         raise CelCompileError(f"must evaluate to bool or the unknown type, not {result}")
     est = _shallow(lambda: estimate(tree, device=True))
     if enforce_cost_limit and est.total > COST_LIMIT:
@@ -114,6 +115,7 @@ def _checked(expression: str, env: Env) -> ast.Node:
         _shallow(lambda: check(tree, env))
     except Issue as issue:
         raise CelCompileError(f"compilation failed: {issue.render(expression)}") from None
+    _shallow(lambda: plan(tree))
     return tree
 
 

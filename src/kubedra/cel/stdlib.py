@@ -297,8 +297,8 @@ def bytes_to_string(data: bytes) -> str:
 
 
 def format_double(value: float) -> str:
-    """Go's strconv.FormatFloat(v, 'g', -1, 64): shortest digits, exponent form outside
-    [1e-4, 1e21)."""
+    """Go's `%g` (strconv 'g', shortest digits): exponent form when the decimal exponent is
+    below -4 or at least 6, cel-go's double-to-string conversion."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -309,7 +309,7 @@ def format_double(value: float) -> str:
     assert isinstance(exp, int)
     text = "".join(map(str, digits))
     point = len(text) + exp  # position of the decimal point in `text`
-    if point - 1 < -4 or point - 1 >= 21:
+    if point - 1 < -4 or point - 1 >= 6:
         mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
         e = point - 1
         out = f"{mantissa}e{'-' if e < 0 else '+'}{abs(e):02d}"

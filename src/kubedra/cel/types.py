@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
 class Type:
-    """A CEL type; names starting with `_` are type parameters of overload signatures."""
+    """A CEL type; names starting with `_` are type parameters of overload signatures.
+
+    `free` marks a dyn that stands for a type parameter nothing bound (`[]`,
+    `optional.none()`): cel-go's checker would have inferred it from the context, so the
+    aggregate-literal check accepts it where an explicit `dyn` is refused.
+    """
 
     name: str
     params: tuple[Type, ...] = ()
+    free: bool = field(default=False, compare=False)
 
     @property
     def is_param(self) -> bool:
@@ -36,6 +42,10 @@ BYTES = Type("bytes")
 BOOL = Type("bool")
 NULL = Type("null_type")
 DYN = Type("dyn")
+FREE = Type("dyn", free=True)
+# google.protobuf.Any: what attribute values are typed as where list attributes are off.
+# Like dyn everywhere but as a comprehension range (cel-go's checker refuses that).
+ANY = Type("any")
 TYPE = Type("type")
 QUANTITY = Type("kubernetes.Quantity")
 SEMVER = Type("kubernetes.Semver")
@@ -59,12 +69,12 @@ def optional_of(inner: Type) -> Type:
 
 
 def is_dyn(t: Type) -> bool:
-    return t.name == "dyn"
+    return t.name in ("dyn", "any")
 
 
 def has_dyn(t: Type) -> bool:
     """True when a runtime check is needed because part of the type is unknown."""
-    return t.name == "dyn" or any(has_dyn(p) for p in t.params)
+    return is_dyn(t) or any(has_dyn(p) for p in t.params)
 
 
 def unify(param: Type, arg: Type, bound: dict[str, Type]) -> bool:
@@ -89,7 +99,7 @@ def _same(a: Type, b: Type, bound: dict[str, Type]) -> bool:
 def substitute(t: Type, bound: dict[str, Type]) -> Type:
     """Replace bound type parameters; unbound ones become dyn."""
     if t.is_param:
-        return bound.get(t.name, DYN)
+        return bound.get(t.name, FREE)
     if not t.params:
         return t
     return Type(t.name, tuple(substitute(p, bound) for p in t.params))
@@ -108,3 +118,17 @@ def join(a: Type, b: Type) -> Type | None:
     if NULL in (a, b):
         return DYN
     return None
+
+
+def equivalent(a: Type | None, b: Type | None) -> bool:
+    """Same type, a free dyn standing for any type (cel-go's IsEquivalentType on types its
+    checker fully inferred)."""
+    if a is None or b is None:
+        return a is b
+    if a.free or b.free:
+        return True
+    return (
+        a.name == b.name
+        and len(a.params) == len(b.params)
+        and all(equivalent(p, q) for p, q in zip(a.params, b.params, strict=True))
+    )

@@ -20,7 +20,7 @@ from kubedra.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from kubedra.api.validation import ref_of
+from kubedra.api.validation import limits, ref_of
 from kubedra.api.validation.report import Path, Report, show
 from kubedra.cel.errors import CelCompileError
 from kubedra.cel.lint import bad_literals, bare_lookups, constrained_drivers, portable_rewrite
@@ -59,25 +59,34 @@ def published_names(slices: Sequence[ResourceSlice]) -> dict[tuple[str, str], li
 
 
 def selectors_of(obj: KubeObject) -> Iterator[tuple[Path, DeviceSelector]]:
-    """Every selector of a class, claim or template, with its field path."""
+    """Every selector of a class, claim or template, with its field path; none of a list
+    over its API limit (validation reports it as too many, and compiling thousands of
+    expressions first would only delay that)."""
     if isinstance(obj, DeviceClass):
-        for i, sel in enumerate(obj.spec.selectors):
-            yield ("spec", "selectors", i), sel
+        yield from _selectors(("spec", "selectors"), obj.spec.selectors)
     elif isinstance(obj, ResourceClaim):
         yield from _claim_selectors(("spec",), obj.spec)
     elif isinstance(obj, ResourceClaimTemplate):
         yield from _claim_selectors(("spec", "spec"), obj.spec.spec)
 
 
+def _selectors(
+    path: Path, selectors: Sequence[DeviceSelector]
+) -> Iterator[tuple[Path, DeviceSelector]]:
+    if len(selectors) <= limits.DEVICE_SELECTORS_MAX:
+        for i, sel in enumerate(selectors):
+            yield (*path, i), sel
+
+
 def _claim_selectors(path: Path, spec: ResourceClaimSpec) -> Iterator[tuple[Path, DeviceSelector]]:
-    for i, request in enumerate(spec.devices.requests):
+    requests = spec.devices.requests
+    for i, request in enumerate(requests if len(requests) <= limits.DEVICE_REQUESTS_MAX else ()):
         rp = (*path, "devices", "requests", i)
         if request.exactly is not None:
-            for j, sel in enumerate(request.exactly.selectors):
-                yield (*rp, "exactly", "selectors", j), sel
-        for k, sub in enumerate(request.first_available):
-            for j, sel in enumerate(sub.selectors):
-                yield (*rp, "firstAvailable", k, "selectors", j), sel
+            yield from _selectors((*rp, "exactly", "selectors"), request.exactly.selectors)
+        subs = request.first_available
+        for k, sub in enumerate(subs if len(subs) <= limits.FIRST_AVAILABLE_MAX else ()):
+            yield from _selectors((*rp, "firstAvailable", k, "selectors"), sub.selectors)
 
 
 def cel_problems(
@@ -103,7 +112,12 @@ def cel_problems(
         _bad_literal_warnings(r, expr_path, expression)
         admitted.append(constrained_drivers(expression))
     # Which drivers a broken selector admits is unknown: only warn when all compiled.
-    if isinstance(obj, DeviceClass) and compiled and all(a is None for a in admitted):
+    if (
+        isinstance(obj, DeviceClass)
+        and compiled
+        and len(obj.spec.selectors) <= limits.DEVICE_SELECTORS_MAX
+        and all(a is None for a in admitted)
+    ):
         _any_driver_warning(r, obj)
     return r.problems
 

@@ -172,9 +172,9 @@ def _map_equal(a: Mapping[object, object], b: Mapping[object, object]) -> bool:
 
 
 def no_such_overload(function: str, *args: object) -> CelEvalError:
-    """The error cel-go reports when no overload fits the runtime argument types."""
-    kinds = ", ".join(type_name(a) for a in args)
-    return CelEvalError(f"no such overload: {function}({kinds})")
+    """The error cel-go reports when no overload fits the runtime argument types (its
+    words: neither the function nor the types are named)."""
+    return CelEvalError("no such overload")
 
 
 def no_such_key(key: object) -> CelEvalError:

@@ -10,9 +10,19 @@ import msgspec
 import yaml
 
 from kubedra.catalog import PROFILES, profile
+from kubedra.cli.complete import profile_counts
 from kubedra.cli.context import Settings, fails_cleanly
 from kubedra.cli.output import table
 from kubedra.cluster.store import Store, atomic
+
+NODE_PROFILES = click.option(
+    "--node-profile",
+    "node_profiles",
+    multiple=True,
+    metavar="PROFILE=COUNT",
+    shell_complete=profile_counts,
+    help="Nodes of a hardware profile with their slices published (repeatable), e.g. h100x8=2.",
+)
 
 
 @click.group()
@@ -54,7 +64,7 @@ def parse_counts(values: tuple[str, ...]) -> list[tuple[str, int]]:
 
 
 @cluster.command("create")
-@click.option("--node-profile", "node_profiles", multiple=True, metavar="PROFILE=COUNT")
+@NODE_PROFILES
 @click.option(
     "--from",
     "from_file",

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from kubedra.api.core import Namespace, Node, Pod
 from kubedra.api.meta import KubeObject
 from kubedra.api.resource import (
+    Device,
     DeviceClass,
     DeviceTaintRule,
     ResourceClaim,
@@ -17,8 +18,21 @@ from kubedra.cli.output import age
 
 Column = tuple[str, Callable[[KubeObject], str]]
 
+PRODUCT_ATTRIBUTES = ("productName", "accelerator", "model")  # GPUs, TPUs, others
 
-def _claim_state(obj: KubeObject) -> str:
+
+def device_product(device: Device) -> str:
+    """The device's product name, whatever driver domain qualifies the attribute."""
+    by_name = {k.rpartition("/")[2]: a.string for k, a in device.attributes.items() if a.string}
+    return next((by_name[n] for n in PRODUCT_ATTRIBUTES if n in by_name), "")
+
+
+def device_memory(device: Device) -> str:
+    """The device's memory capacity (`80Gi`), or "" when it declares none."""
+    return next((str(c.value) for k, c in device.capacity.items() if k.endswith("memory")), "")
+
+
+def claim_state(obj: KubeObject) -> str:
     assert isinstance(obj, ResourceClaim)
     status = obj.status
     if obj.metadata.deletion_timestamp:
@@ -28,7 +42,7 @@ def _claim_state(obj: KubeObject) -> str:
     return "allocated,reserved" if status.reserved_for else "allocated"
 
 
-def _claim_devices(obj: KubeObject) -> str:
+def claim_devices(obj: KubeObject) -> str:
     assert isinstance(obj, ResourceClaim)
     alloc = obj.status.allocation if obj.status else None
     if alloc is None:
@@ -36,7 +50,7 @@ def _claim_devices(obj: KubeObject) -> str:
     return ",".join(f"{r.pool}/{r.device}" for r in alloc.devices.results) or "<none>"
 
 
-def _pod_status(obj: KubeObject) -> str:
+def pod_status(obj: KubeObject) -> str:
     assert isinstance(obj, Pod)
     st = obj.status
     if st is not None and st.phase and st.phase != "Pending":
@@ -73,7 +87,7 @@ def _age(obj: KubeObject) -> str:
 
 
 COLUMNS: dict[type[KubeObject], tuple[list[Column], list[Column]]] = {
-    ResourceClaim: ([("STATE", _claim_state), ("AGE", _age)], [("DEVICES", _claim_devices)]),
+    ResourceClaim: ([("STATE", claim_state), ("AGE", _age)], [("DEVICES", claim_devices)]),
     ResourceClaimTemplate: ([("AGE", _age)], []),
     DeviceClass: ([("AGE", _age)], []),
     ResourceSlice: (
@@ -91,7 +105,7 @@ COLUMNS: dict[type[KubeObject], tuple[list[Column], list[Column]]] = {
     DeviceTaintRule: ([("AGE", _age)], []),
     Pod: (
         [
-            ("STATUS", _pod_status),
+            ("STATUS", pod_status),
             ("NODE", _pod_node),
             ("AGE", _age),
         ],

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
 import click
+from click.core import ParameterSource
 
+from kubedra.cli.verbose import opened
 from kubedra.cluster import SqliteStore
 from kubedra.cluster.connect import Backend
 from kubedra.cluster.kubernetes import KubeStore
@@ -29,7 +31,7 @@ class Settings:
     backend: Backend = field(default_factory=Backend)
 
     def open_store(self) -> SqliteStore | KubeStore:
-        return self.backend.open()
+        return opened(self.backend.open(), self.verbosity)
 
     def embedded_path(self, command: str) -> str:
         """The embedded store's path, for commands that only make sense on it."""
@@ -41,16 +43,38 @@ class Settings:
         return self.backend.store_path
 
 
+def backend_of(root: click.Context) -> Backend:
+    """The backend the global options select (`--store` counts only when given, on the
+    command line or in KUBEDRA_STORE: see kubedra.cluster.connect for the rule)."""
+    params = root.params
+    given = root.get_parameter_source("store") is not ParameterSource.DEFAULT
+    return Backend(
+        store=params.get("store") if given else None,
+        kubeconfig=params.get("kubeconfig"),
+        context=params.get("kube_context"),
+        in_cluster=bool(params.get("in_cluster")),
+    )
+
+
 def fails_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
     """User errors print one `error: ...` block on stderr and exit 1 (no traceback)."""
+    return fails_with(1)(fn)
 
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except (KubedraError, KeyError, ValueError, OSError) as err:
-            message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
-            click.echo(f"error: {message}", err=True)
-            sys.exit(1)
 
-    return wrapper
+def fails_with(code: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """`fails_cleanly` with another exit code, for commands whose 1 means something else
+    (`diff`: 1 is "differences found", as in kubectl)."""
+
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(*args, **kwargs)
+            except (KubedraError, KeyError, ValueError, OSError) as err:
+                message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+                click.echo(f"error: {message}", err=True)
+                sys.exit(code)
+
+        return wrapper
+
+    return decorate

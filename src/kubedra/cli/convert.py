@@ -6,14 +6,12 @@ import sys
 
 import click
 
-from kubedra.api.loader import load_paths
 from kubedra.api.resource import ResourceSlice
 from kubedra.cel.portable import portable_object
 from kubedra.cel.validation import published_names
 from kubedra.cli.context import Settings, fails_cleanly
-from kubedra.cli.lint import lint_problems
+from kubedra.cli.lint import checked_load
 from kubedra.cli.output import render_objects
-from kubedra.errors import ValidationError
 
 
 @click.command()
@@ -32,10 +30,7 @@ def convert(settings: Settings, paths: tuple[str, ...], domain: str | None, outp
     """Print manifests as upstream resource.k8s.io/v1 (v1beta1-style requests moved under
     `exactly`, kubedra-only bare CEL lookups qualified by a driver domain), so that
     `kubedra convert -f DIR | kubectl apply -f -` works on a real cluster."""
-    result = load_paths(paths)
-    errors = [p for p in lint_problems(result, settings.strict) if p.is_error]
-    if errors:
-        raise ValidationError(errors)
+    result, _ = checked_load(paths, settings.strict)
     slices = [o.obj for o in result.objects if isinstance(o.obj, ResourceSlice)]
     known = published_names(slices)
     converted = []

@@ -4,26 +4,37 @@ A fresh store with a mixed cluster, the seed manifests applied verbatim, one sch
 pass, and then: where the vLLM pod went and why every other device was excluded (funnel
 counts per node group), a workload that cannot fit and its explanation, and the same
 request under the device-plugin model (`nvidia.com/gpu: 1`) for contrast.
+
+The demo has its own store, `.kubedra/demo.db`, so it never touches the one the README's
+commands build (`.kubedra/state.db`). Given a store with `--store` or KUBEDRA_STORE, it
+replaces it only when it is empty or the user agrees (`--yes`, or a yes at the prompt).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TextIO
 
+import click
+
 from kubedra.api.codec import decode_object
 from kubedra.api.core import Node, Pod
+from kubedra.api.kinds import ALL_KINDS
 from kubedra.api.loader import load_paths
-from kubedra.api.resource import ResourceClaim
+from kubedra.api.resource import ResourceClaim, ResourceSlice
 from kubedra.cli.cluster import create_nodes
+from kubedra.cli.columns import device_memory, device_product
 from kubedra.cli.context import Settings
 from kubedra.cli.lint import lint_problems
 from kubedra.cli.scheduling import format_groups
 from kubedra.cluster import SqliteStore
+from kubedra.errors import KubedraError
 from kubedra.scheduler.explain import explain_claims, pod_claims
 from kubedra.scheduler.scheduler import Scheduler
 
 SEED_DIR = Path(__file__).resolve().parents[3] / "examples" / "seed"
+DEMO_PATH = ".kubedra/demo.db"
 CLUSTER = [("h100x8", 2), ("l4x4", 2), ("a100-40x8-mig", 1), ("tpu-v5e-2x4", 1)]
 TOO_BIG = {  # 16 H100-class GPUs on one node: no node has them
     "apiVersion": "resource.k8s.io/v1",
@@ -39,12 +50,17 @@ TOO_BIG = {  # 16 H100-class GPUs on one node: no node has them
 }
 
 
-def run_demo(out: TextIO, settings: Settings, seed_dir: Path = SEED_DIR) -> int:
-    store = _fresh_store(settings.embedded_path("demo"))
+def run_demo(
+    out: TextIO, settings: Settings, seed_dir: Path = SEED_DIR, replace: bool = False
+) -> int:
+    settings.embedded_path("demo")  # refuses a real cluster
+    path = settings.backend.store or DEMO_PATH
+    if settings.backend.store and not replace:
+        _agree_to_replace(path)
+    store = _fresh_store(path)
     nodes = create_nodes(store, CLUSTER)
     out.write(
-        f"cluster: {len(nodes)} nodes ({', '.join(f'{c}x {p}' for p, c in CLUSTER)}) "
-        f"in {settings.store}\n"
+        f"cluster: {len(nodes)} nodes ({', '.join(f'{c}x {p}' for p, c in CLUSTER)}) in {path}\n"
     )
     if _apply_seed(out, store, seed_dir, settings.strict):
         return 1
@@ -68,10 +84,25 @@ def run_demo(out: TextIO, settings: Settings, seed_dir: Path = SEED_DIR) -> int:
     out.write(format_groups(explanation))
     _too_big(out, store, scheduler)
     _device_plugin(out, store)
-    out.write(
-        "\nnext: kubedra get rc vllm-gpu-claim -o yaml   |   kubedra explain pod vllm-inference\n"
-    )
+    kubedra = f"kubedra --store {path}"
+    out.write(f"\nnext: {kubedra} explain pod vllm-inference   |   {kubedra} devices\n")
     return 0
+
+
+def _agree_to_replace(path: str) -> None:
+    """A store the user named is replaced only when empty or with their agreement."""
+    if not Path(path).exists():
+        return
+    store = SqliteStore(path)
+    held = sum(len(store.list(kind, None)) for kind in ALL_KINDS)
+    store.close()
+    if not held:
+        return
+    question = f"{path} holds {held} object(s); the demo replaces the whole store"
+    if not sys.stdin.isatty():
+        raise KubedraError(f"{question}: pass --yes to agree, or give another --store")
+    if not click.confirm(f"{question}. Go on?", default=False, err=True):
+        raise KubedraError(f"{path} left as it was")
 
 
 def _fresh_store(path: str) -> SqliteStore:
@@ -111,15 +142,11 @@ def _pod(store: SqliteStore, name: str) -> Pod:
 
 
 def _product(claim: ResourceClaim, store: SqliteStore) -> str:
-    from kubedra.api.resource import ResourceSlice
-
     result = claim.status.allocation.devices.results[0]  # type: ignore[union-attr]
     for rs in store.list(ResourceSlice, field_selector=f"spec.nodeName={result.pool}"):
         for d in rs.spec.devices:
             if rs.spec.driver == result.driver and d.name == result.device:
-                name = d.attributes.get("productName")
-                memory = d.capacity.get("memory")
-                return f"{name.string if name else d.name}, {memory.value if memory else '?'}"
+                return f"{device_product(d) or d.name}, {device_memory(d) or '?'}"
     return result.device
 
 

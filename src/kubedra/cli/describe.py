@@ -1,16 +1,52 @@
-"""`kubedra describe`: an object as indented `Key: value` lines, kubectl's describe style."""
+"""`kubedra describe`: an object as kubectl describes it: its fields as indented
+`Key: value` lines, the objects it is tied to, and its events.
+
+Events: the embedded store keeps no Event objects, and kubedra's scheduler writes none on
+a real cluster either, so the events shown are read from what the object records itself
+(conditions with their transition times, the allocation, reservations, deletion). That
+works the same on both backends; the From column says which component wrote the record.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kubedra.api.codec import to_dict
+from kubedra.api.core import Pod
 from kubedra.api.meta import KubeObject
+from kubedra.api.resource import ResourceClaim
+from kubedra.cli.columns import claim_devices, claim_state, pod_status
+from kubedra.cli.output import age, table
+from kubedra.cluster.store import Store
+from kubedra.errors import NotFound
+from kubedra.scheduler.claims import recorded_claim_name
 
 SKIP = {"managedFields"}
 
 
-def describe_object(obj: KubeObject) -> str:
+@dataclass(frozen=True)
+class Event:
+    """One line of the Events table."""
+
+    type: str  # Normal | Warning
+    reason: str
+    time: str | None
+    source: str
+    message: str
+
+
+def describe_object(store: Store, obj: KubeObject) -> str:
+    lines = _fields(obj)
+    related = RELATED.get(type(obj))
+    if related is not None:
+        lines += related(store, obj)
+    lines += _events(events_of(obj))
+    return "\n".join(lines) + "\n"
+
+
+def _fields(obj: KubeObject) -> list[str]:
     data = to_dict(obj)
     meta = data.pop("metadata", {})
     lines = [f"Name:         {obj.name}"]
@@ -26,7 +62,142 @@ def describe_object(obj: KubeObject) -> str:
         if section in data:
             lines.append(f"{section.capitalize()}:")
             lines += _lines(data.pop(section), 1)
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+# --- the objects an object is tied to ---------------------------------------------------
+
+
+def _pod_claims(store: Store, obj: KubeObject) -> list[str]:
+    """A pod's claims: which ResourceClaim each entry resolves to, its state and devices."""
+    assert isinstance(obj, Pod)
+    rows = []
+    for entry in obj.spec.resource_claims:
+        name = recorded_claim_name(obj, entry)
+        claim = _claim(store, name, obj.namespace) if name else None
+        rows.append(
+            [
+                entry.name,
+                name or f"<not generated yet from {entry.resource_claim_template_name}>",
+                claim_state(claim) if claim else "<not found>",
+                claim_devices(claim) if claim else "<none>",
+            ]
+        )
+    return _section("Resource Claims", ["NAME", "CLAIM", "STATE", "DEVICES"], rows)
+
+
+def _claim_ties(store: Store, obj: KubeObject) -> list[str]:
+    """A claim's devices, the pods it is reserved for, and every pod that refers to it."""
+    assert isinstance(obj, ResourceClaim)
+    alloc = obj.status.allocation if obj.status else None
+    devices = [
+        [r.request, r.driver, r.pool, r.device, "yes" if r.admin_access else ""]
+        for r in (alloc.devices.results if alloc else ())
+    ]
+    lines = _section(
+        "Allocated Devices", ["REQUEST", "DRIVER", "POOL", "DEVICE", "ADMIN ACCESS"], devices
+    )
+    reserved = [
+        [f"{r.resource}/{r.name}", r.uid] for r in (obj.status.reserved_for if obj.status else ())
+    ]
+    lines += _section("Reserved For", ["CONSUMER", "UID"], reserved)
+    users = [
+        [f"pod/{pod.name}", entry.name, pod_status(pod), pod.spec.node_name or "<none>"]
+        for pod in store.list(Pod, obj.namespace)
+        for entry in pod.spec.resource_claims
+        if recorded_claim_name(pod, entry) == obj.name
+    ]
+    return lines + _section("Used By", ["POD", "POD CLAIM", "STATUS", "NODE"], users)
+
+
+RELATED: dict[type[KubeObject], Callable[[Store, KubeObject], list[str]]] = {
+    Pod: _pod_claims,
+    ResourceClaim: _claim_ties,
+}
+
+
+def _claim(store: Store, name: str, namespace: str) -> ResourceClaim | None:
+    try:
+        return store.get(ResourceClaim, name, namespace)
+    except NotFound:
+        return None
+
+
+def _section(title: str, header: Sequence[str], rows: list[list[str]]) -> list[str]:
+    if not rows:
+        return [f"{title + ':':<13} <none>"]
+    return [f"{title}:", *("  " + line for line in table(header, rows).splitlines())]
+
+
+# --- events ----------------------------------------------------------------------------
+
+
+def events_of(obj: KubeObject) -> list[Event]:
+    """What the object records about its history, oldest first (no timestamp: last)."""
+    found = list(_condition_events(obj))
+    if isinstance(obj, ResourceClaim):
+        found += _claim_events(obj)
+    if obj.metadata.deletion_timestamp:
+        waiting = ", ".join(obj.metadata.finalizers) or "nothing"
+        found.append(
+            Event(
+                "Normal",
+                "Deleting",
+                obj.metadata.deletion_timestamp,
+                "api",
+                f"marked for deletion, waiting for finalizers: {waiting}",
+            )
+        )
+    return sorted(found, key=lambda e: (e.time is None, e.time or ""))
+
+
+def _condition_events(obj: KubeObject) -> list[Event]:
+    status = getattr(obj, "status", None)
+    out = []
+    for c in getattr(status, "conditions", ()) if status is not None else ():
+        if isinstance(obj, Pod) and c.type == "PodScheduled":
+            out.append(_scheduled(obj, c.status == "True", c.last_transition_time, c.message))
+            continue
+        state = "Normal" if c.status == "True" else "Warning"
+        text = f"{c.type}={c.status}" + (f": {c.message}" if c.message else "")
+        out.append(Event(state, c.reason or c.type, c.last_transition_time, "status", text))
+    return out
+
+
+def _scheduled(pod: Pod, ok: bool, time: str | None, message: str | None) -> Event:
+    """kube-scheduler's two events, as it words them."""
+    source = pod.spec.scheduler_name or "default-scheduler"
+    if ok:
+        where = f"{pod.namespace}/{pod.name} to {pod.spec.node_name}"
+        return Event("Normal", "Scheduled", time, source, f"Successfully assigned {where}")
+    return Event("Warning", "FailedScheduling", time, source, message or "")
+
+
+def _claim_events(claim: ResourceClaim) -> list[Event]:
+    status = claim.status
+    alloc = status.allocation if status else None
+    if status is None or alloc is None:
+        return []
+    devices = ", ".join(f"{r.driver}/{r.pool}/{r.device}" for r in alloc.devices.results)
+    out = [Event("Normal", "Allocated", alloc.allocation_timestamp, "scheduler", devices)]
+    for ref in status.reserved_for:
+        out.append(Event("Normal", "Reserved", None, "scheduler", f"for {ref.resource}/{ref.name}"))
+    for device in status.devices:
+        for c in device.conditions:
+            state = "Normal" if c.status == "True" else "Warning"
+            text = f"{device.driver}/{device.pool}/{device.device}: {c.type}={c.status}"
+            out.append(Event(state, c.reason or c.type, c.last_transition_time, "driver", text))
+    return out
+
+
+def _events(found: list[Event]) -> list[str]:
+    if not found:
+        return ["Events:       <none>"]
+    rows = [[e.type, e.reason, age(e.time), e.source, e.message] for e in found]
+    return _section("Events", ["TYPE", "REASON", "AGE", "FROM", "MESSAGE"], rows)
+
+
+# --- the field dump ----------------------------------------------------------------------
 
 
 def _lines(value: Any, depth: int) -> list[str]:

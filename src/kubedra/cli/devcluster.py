@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from kubedra.cli.cluster import create_nodes, parse_counts
+from kubedra.cli.cluster import NODE_PROFILES, create_nodes, parse_counts
 from kubedra.cli.context import fails_cleanly
 from kubedra.devcluster import binaries as bins
 from kubedra.devcluster.harness import DevCluster, State, default_folder, plain_nodes
@@ -18,8 +18,9 @@ _DIR = click.option(
     "folder",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="The cluster's state (certificates, etcd data, logs, kubeconfig). "
-    "Default: ~/.cache/kubedra/dev-cluster.",
+    envvar="KUBEDRA_DEV_CLUSTER_DIR",
+    help="The cluster's state (certificates, etcd data, logs, kubeconfig), or "
+    "KUBEDRA_DEV_CLUSTER_DIR. Default: ~/.cache/kubedra/dev-cluster.",
 )
 
 
@@ -42,13 +43,7 @@ def build(force: bool) -> None:
 @_DIR
 @click.option("--kube-scheduler", is_flag=True, help="Also run upstream's kube-scheduler.")
 @click.option("--nodes", default=1, show_default=True, help="Plain kubelet-less CPU nodes.")
-@click.option(
-    "--node-profile",
-    "node_profiles",
-    multiple=True,
-    metavar="PROFILE=COUNT",
-    help="Nodes of a hardware profile, with their slices published (as `cluster create`).",
-)
+@NODE_PROFILES
 @click.option("--feature-gates", default="", help="Passed to every component, e.g. A=true,B=false.")
 @fails_cleanly
 def up(

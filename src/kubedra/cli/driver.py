@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
+from kubedra.cli.complete import profile_names
 from kubedra.cli.context import Settings, fails_cleanly
 
 DIRS = [
@@ -51,7 +52,9 @@ def driver() -> None:
 @click.option("--node", required=True)
 @click.option("--backend", type=click.Choice(["nvml", "simulated"]), required=True)
 @click.option(
-    "--profile", help="Catalog profile for --backend simulated (kubedra cluster profiles)."
+    "--profile",
+    shell_complete=profile_names,
+    help="Catalog profile for --backend simulated (kubedra cluster profiles).",
 )
 @click.option("--metrics-port", type=int, help="Serve Prometheus metrics on this port.")
 @click.option(
@@ -102,6 +105,7 @@ def run(
         stop,
         plugin_dir=plugin_dir,
         registry_dir=registry_dir,
+        create_node=not settings.backend.is_kubernetes(),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from kubedra.api.codec import dump_json, dump_yaml
+from kubedra.api.codec import dump_json, dump_yaml, json_text, kube_list, yaml_text
 from kubedra.api.meta import KubeObject
 
 
@@ -31,7 +31,17 @@ def age(timestamp: str | None, now: datetime | None = None) -> str:
     return f"{max(seconds, 0)}s"
 
 
+def render_list(objects: Sequence[KubeObject], fmt: str) -> str:
+    """`kubectl get TYPE -o yaml|json`: a `List` whatever the number of objects."""
+    if fmt not in ("yaml", "json"):
+        return render_objects(objects, fmt)
+    data = kube_list(objects)
+    return yaml_text(data) if fmt == "yaml" else json_text(data)
+
+
 def render_objects(objects: Sequence[KubeObject], fmt: str) -> str:
+    """The objects one after another (`---` between YAML documents, a List for several
+    JSON ones), as `kubectl get TYPE NAME` and `convert` print them."""
     if fmt == "yaml":
         return dump_yaml(objects)
     if fmt == "json":

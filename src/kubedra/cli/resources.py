@@ -1,74 +1,27 @@
-"""`kubedra apply | get | describe | delete`: kubectl's verbs on the embedded store."""
+"""`kubedra get | describe | delete`: kubectl's verbs for reading and removing objects."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 
 import click
 
-from kubedra.api.apply import LAST_APPLIED
 from kubedra.api.kinds import resolve_kind
-from kubedra.api.loader import LoadedObject, LoadResult, load_paths
+from kubedra.api.loader import load
 from kubedra.api.meta import KubeObject
 from kubedra.cli.columns import COLUMNS
+from kubedra.cli.complete import kinds, object_names
 from kubedra.cli.context import Settings, fails_cleanly
-from kubedra.cli.lint import lint_problems
-from kubedra.cli.output import render_objects, resource_name, table
-from kubedra.cluster.apply import Applied, apply_object
-from kubedra.cluster.store import Store, atomic
-from kubedra.errors import ValidationError
+from kubedra.cli.output import render_list, render_objects, resource_name, table
+from kubedra.errors import NotFound
+
+Key = tuple[type[KubeObject], str, str]  # kind, name, namespace
 
 
 @click.command()
-@click.option(
-    "-f",
-    "--filename",
-    "paths",
-    multiple=True,
-    required=True,
-    help="File, directory (recursive) or - for stdin.",
-)
-@click.pass_obj
-@fails_cleanly
-def apply(settings: Settings, paths: tuple[str, ...]) -> None:
-    """Create or update objects from manifests, as `kubectl apply` does: fields others set
-    are kept, fields dropped since the last apply are removed; on the embedded store all
-    objects or, on any error, none."""
-    result = load_paths(paths)
-    problems = lint_problems(result, settings.strict)
-    for p in problems:
-        if not p.is_error:
-            click.echo(str(p), err=True)
-    errors = [p for p in problems if p.is_error]
-    if errors:
-        raise ValidationError(errors)
-    store = settings.open_store()
-    with atomic(store):
-        outcomes = [_apply_located(store, result, loaded) for loaded in result.objects]
-    for loaded, applied in zip(result.objects, outcomes, strict=True):
-        name = f"{resource_name(loaded.obj)}/{loaded.obj.name}"
-        if applied.adopted:
-            click.echo(
-                f"warning: {name} has no {LAST_APPLIED} annotation (it was not created by "
-                "apply), so fields dropped from the manifest since were kept; the annotation "
-                "is added now",
-                err=True,
-            )
-        click.echo(f"{name} {applied.verb}")
-
-
-def _apply_located(store: Store, result: LoadResult, loaded: LoadedObject) -> Applied:
-    """Apply one object; a refusal (the store's update rules, the API server's validation)
-    is reported at the manifest's file and line, like a problem found by lint."""
-    try:
-        return apply_object(store, loaded.obj)
-    except ValidationError as err:
-        raise ValidationError(result.locate(p, loaded.source) for p in err.problems) from None
-
-
-@click.command()
-@click.argument("kind")
-@click.argument("name", required=False)
+@click.argument("kind", shell_complete=kinds)
+@click.argument("name", required=False, shell_complete=object_names)
 @click.option("-n", "--namespace", default="default", show_default=True)
 @click.option("-A", "--all-namespaces", is_flag=True)
 @click.option("-o", "--output", type=click.Choice(["wide", "yaml", "json", "name"]))
@@ -84,18 +37,17 @@ def get(
     output: str | None,
     selector: str | None,
 ) -> None:
-    """List objects of a kind (short names: rc, rct, dc, rs, po, no, ns)."""
+    """List objects of a kind (short names: rc, rct, dc, rs, dtr, po, no, ns); -o yaml|json
+    prints a List, as kubectl does, or the object itself when NAME is given."""
     cls = resolve_kind(kind)
     store = settings.open_store()
     if name:
         objects: list[KubeObject] = [store.get(cls, name, namespace)]
     else:
-        objects = list(
-            store.list(cls, None if all_namespaces else namespace, label_selector=selector)
-        )
+        where = None if all_namespaces else namespace
+        objects = list(store.list(cls, where, label_selector=selector))
     if output in ("yaml", "json", "name"):
-        if objects or output == "name":
-            sys.stdout.write(render_objects(objects, output))
+        sys.stdout.write((render_objects if name else render_list)(objects, output))
         return
     if not objects:
         click.echo(
@@ -105,42 +57,94 @@ def get(
             err=True,
         )
         return
-    base, wide = COLUMNS[cls]
-    columns = base + (wide if output == "wide" else [])
-    with_ns = all_namespaces and cls.NAMESPACED
+    sys.stdout.write(_table(cls, objects, output == "wide", all_namespaces and cls.NAMESPACED))
+
+
+def _table(cls: type[KubeObject], objects: list[KubeObject], wide: bool, with_ns: bool) -> str:
+    base, more = COLUMNS[cls]
+    columns = base + (more if wide else [])
     header = (["NAMESPACE"] if with_ns else []) + ["NAME"] + [c for c, _ in columns]
     rows = [
         ([o.namespace] if with_ns else []) + [o.name] + [fn(o) for _, fn in columns]
         for o in objects
     ]
-    sys.stdout.write(table(header, rows))
+    return table(header, rows)
 
 
 @click.command()
-@click.argument("kind")
-@click.argument("name")
+@click.argument("kind", shell_complete=kinds)
+@click.argument("name", shell_complete=object_names)
 @click.option("-n", "--namespace", default="default", show_default=True)
 @click.pass_obj
 @fails_cleanly
 def describe(settings: Settings, kind: str, name: str, namespace: str) -> None:
-    """Show one object in detail (its stored form, with status and conditions)."""
+    """Show one object in detail: its fields, the objects it is tied to (a claim's pods and
+    devices, a pod's claims) and its events."""
     from kubedra.cli.describe import describe_object
 
     cls = resolve_kind(kind)
     store = settings.open_store()
-    sys.stdout.write(describe_object(store.get(cls, name, namespace)))
+    sys.stdout.write(describe_object(store, store.get(cls, name, namespace)))
 
 
 @click.command()
-@click.argument("kind")
-@click.argument("names", nargs=-1, required=True)
+@click.argument("kind", required=False, shell_complete=kinds)
+@click.argument("names", nargs=-1, shell_complete=object_names)
+@click.option(
+    "-f",
+    "--filename",
+    "paths",
+    multiple=True,
+    help="Delete the objects of these manifests (file, directory or -).",
+)
 @click.option("-n", "--namespace", default="default", show_default=True)
+@click.option("--ignore-not-found", is_flag=True, help="An object that is not there is no error.")
 @click.pass_obj
 @fails_cleanly
-def delete(settings: Settings, kind: str, names: tuple[str, ...], namespace: str) -> None:
-    """Delete objects (owned objects, such as generated claims, follow)."""
-    cls = resolve_kind(kind)
+def delete(
+    settings: Settings,
+    kind: str | None,
+    names: tuple[str, ...],
+    paths: tuple[str, ...],
+    namespace: str,
+    ignore_not_found: bool,
+) -> None:
+    """Delete objects by KIND NAME... or by -f FILE|DIR (owned objects, such as generated
+    claims, follow). Every object is tried; any that was not found makes the exit 1."""
+    if paths and kind:
+        raise click.UsageError("give KIND NAME... or -f FILE|DIR, not both")
+    keys = _from_files(paths, namespace) if paths else _from_names(kind, names, namespace)
     store = settings.open_store()
-    for name in names:
-        store.delete(cls, name, namespace)
+    missing = 0
+    for cls, name, ns in keys:
+        try:
+            store.delete(cls, name, ns)
+        except NotFound as err:
+            missing += not ignore_not_found
+            if not ignore_not_found:
+                click.echo(f"error: {err}", err=True)
+            continue
         click.echo(f'{resource_name(cls)} "{name}" deleted')
+    if missing:
+        sys.exit(1)
+
+
+def _from_names(kind: str | None, names: Iterable[str], namespace: str) -> list[Key]:
+    if kind is None:
+        raise click.UsageError("give KIND NAME... or -f FILE|DIR")
+    cls = resolve_kind(kind)
+    keys = [(cls, name, namespace) for name in names]
+    if not keys:
+        raise click.UsageError(f"no name given for {kind} (KIND NAME..., or -f FILE|DIR)")
+    return keys
+
+
+def _from_files(paths: Iterable[str], namespace: str) -> list[Key]:
+    """The objects the manifests name, in file order (namespace: the manifest's, else -n)."""
+    keys = [
+        (type(loaded.obj), loaded.obj.name, loaded.obj.namespace or namespace)
+        for loaded in load(list(paths))
+    ]
+    if not keys:
+        raise click.UsageError(f"no objects in {', '.join(paths)}")
+    return keys

@@ -5,19 +5,28 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
-from kubedra.allocator import AllocatedState, Inventory, NodeInfo, RequestFunnel, allocate
+from kubedra.allocator import AllocatedState, Inventory, NodeInfo, allocate
 from kubedra.api.codec import plain
 from kubedra.api.core import Node, Pod
-from kubedra.api.loader import load
+from kubedra.api.meta import KubeObject
 from kubedra.api.resource import DeviceClass, ResourceClaim, ResourceSlice
+from kubedra.cli.bound import explain_bound
+from kubedra.cli.columns import device_memory, device_product
+from kubedra.cli.complete import node_names, object_names
 from kubedra.cli.context import Settings, fails_cleanly
+from kubedra.cli.lint import checked_load
 from kubedra.cli.output import table
+from kubedra.cluster.kubernetes import KubeStore
+from kubedra.cluster.store import DEFAULT_NAMESPACE, Store
 from kubedra.scheduler.explain import NodeGroup, explain_claims, pod_claims
+from kubedra.scheduler.funnels import format_funnel
 from kubedra.scheduler.policies import POLICIES, make_policy
-from kubedra.scheduler.scheduler import Scheduler
+from kubedra.scheduler.scheduler import SCHEDULER_NAMES, Scheduler
 from kubedra.scheduler.view import ClusterView
 
 POLICY_CHOICE = click.Choice(sorted(POLICIES))
@@ -30,8 +39,17 @@ POLICY_CHOICE = click.Choice(sorted(POLICIES))
 @click.pass_obj
 @fails_cleanly
 def schedule(settings: Settings, policy: str, mode: str) -> None:
-    """Schedule pending pods (schedulerName kubedra or default-scheduler)."""
-    scheduler = Scheduler(settings.open_store(), policy, strict_cel=settings.strict)
+    """Schedule pending pods (schedulerName kubedra; on the embedded store also
+    default-scheduler, as no other scheduler runs there)."""
+    store = settings.open_store()
+    cluster = isinstance(store, KubeStore)  # kube-scheduler and the claim controller run there
+    scheduler = Scheduler(
+        store,
+        policy,
+        strict_cel=settings.strict,
+        scheduler_names=("kubedra",) if cluster else SCHEDULER_NAMES,
+        claim_controller=not cluster,
+    )
     while True:
         for o in scheduler.run_once():
             where = (
@@ -47,29 +65,39 @@ def schedule(settings: Settings, policy: str, mode: str) -> None:
 
 @click.command()
 @click.argument("kind", type=click.Choice(["pod", "po", "claim", "rc"]))
-@click.argument("name")
+@click.argument("name", shell_complete=object_names)
 @click.option("-n", "--namespace", default="default", show_default=True)
 @click.pass_obj
 @fails_cleanly
 def explain(settings: Settings, kind: str, name: str, namespace: str) -> None:
-    """Why a pod or claim fits where it does, or nowhere: funnels per node group."""
+    """Why a pod or claim fits where it does, or nowhere: funnels per node group (for a
+    bound pod: its devices, the selectors they passed, and the funnel before the bind)."""
     store = settings.open_store()
-    scheduler = Scheduler(store, strict_cel=settings.strict)
     if kind in ("pod", "po"):
         pod = store.get(Pod, name, namespace)
-        head = f"pod {namespace}/{name}: " + (
-            f"bound to {pod.spec.node_name}" if pod.spec.node_name else "pending"
-        )
-        claims, subject = pod_claims(scheduler, pod), pod
+        if pod.spec.node_name:
+            _explain_bound(store, pod, settings.strict)
+            return
+        scheduler = Scheduler(store, strict_cel=settings.strict)
+        click.echo(f"pod {namespace}/{name}: pending")
+        groups = explain_claims(scheduler, pod_claims(scheduler, pod), pod)
     else:
+        scheduler = Scheduler(store, strict_cel=settings.strict)
         claim = store.get(ResourceClaim, name, namespace)
         allocated = claim.status is not None and claim.status.allocation is not None
-        head = f"claim {namespace}/{name}: " + ("allocated" if allocated else "not allocated")
-        claims, subject = [claim], None
-    click.echo(head)
-    if subject is not None and subject.spec.node_name:
-        return
-    sys.stdout.write(format_groups(explain_claims(scheduler, claims, subject)))
+        click.echo(f"claim {namespace}/{name}: " + ("allocated" if allocated else "not allocated"))
+        groups = explain_claims(scheduler, [claim], None)
+    sys.stdout.write(format_groups(groups))
+
+
+def _explain_bound(store: Store, pod: Pod, strict: bool) -> None:
+    lines, groups = explain_bound(store, pod, strict)
+    click.echo(f"pod {pod.namespace}/{pod.name}: bound to {pod.spec.node_name}")
+    click.echo("devices:" if lines else "devices: none (the pod claims no devices)")
+    for line in lines:
+        click.echo(line)
+    click.echo("funnel per node group, as the scheduler saw it before the bind:")
+    sys.stdout.write(format_groups(groups))
 
 
 def format_groups(groups: list[NodeGroup], max_names: int = 3) -> str:
@@ -84,60 +112,66 @@ def format_groups(groups: list[NodeGroup], max_names: int = 3) -> str:
     return "".join(out)
 
 
-def format_funnel(f: RequestFunnel) -> str:
-    stages = " -> ".join(f"{count} {stage}" for stage, count in f.rows())
-    need = f"need {f.wanted}" if f.mode == "ExactCount" else "need all"
-    return f"{f.request} ({need}): {stages}"
-
-
 @click.command()
-@click.option("--node", help="Only this node.")
-@click.option("--free", is_flag=True, help="Only devices nobody holds.")
+@click.option("--node", help="Only this node.", shell_complete=node_names)
+@click.option(
+    "--free",
+    is_flag=True,
+    help="Only devices still allocatable (admin access does not consume a device).",
+)
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @click.pass_obj
 @fails_cleanly
 def devices(settings: Settings, node: str | None, free: bool, output: str) -> None:
     """The device inventory of the cluster, and which claim holds each device."""
     store = settings.open_store()
-    holders: dict[tuple[str, str, str], list[str]] = {}
-    for claim in store.list(ResourceClaim, None):
-        alloc = claim.status.allocation if claim.status else None
-        for r in alloc.devices.results if alloc else ():
-            holders.setdefault((r.driver, r.pool, r.device), []).append(
-                f"{claim.namespace}/{claim.name}"
-            )
+    holders = _holders(store.list(ResourceClaim, None))
     rows = []
     selector = f"spec.nodeName={node}" if node else None
     for rs in store.list(ResourceSlice, field_selector=selector):
         for d in rs.spec.devices:
             held = holders.get((rs.spec.driver, rs.spec.pool.name, d.name), [])
-            if free and held:
+            consumed = [claim for claim, admin in held if not admin]
+            if free and consumed:
                 continue
-            product = next(
-                (
-                    a.string
-                    for k, a in d.attributes.items()
-                    if k.rpartition("/")[2] in ("productName", "accelerator", "type") and a.string
-                ),
-                "",
-            )
-            memory = next((str(c.value) for k, c in d.capacity.items() if k.endswith("memory")), "")
             rows.append(
-                [
-                    rs.spec.node_name or "<none>",
-                    rs.spec.driver,
-                    d.name,
-                    product,
-                    memory,
-                    ",".join(held) or "<free>",
-                ]
+                {
+                    "node": rs.spec.node_name or "<none>",
+                    "driver": rs.spec.driver,
+                    "device": d.name,
+                    "product": device_product(d),
+                    "memory": device_memory(d) or None,
+                    "heldBy": consumed or None,
+                    "adminAccessBy": [claim for claim, admin in held if admin],
+                }
             )
-    rows.sort()
+    rows.sort(key=lambda r: (str(r["node"]), str(r["driver"]), str(r["device"])))
     if output == "json":
-        keys = ("node", "driver", "device", "product", "memory", "heldBy")
-        click.echo(json.dumps([dict(zip(keys, r, strict=True)) for r in rows], indent=2))
-    else:
-        sys.stdout.write(table(["NODE", "DRIVER", "DEVICE", "PRODUCT", "MEMORY", "HELD BY"], rows))
+        click.echo(json.dumps(rows, indent=2))
+        return
+    header = ["NODE", "DRIVER", "DEVICE", "PRODUCT", "MEMORY", "HELD BY"]
+    sys.stdout.write(table(header, [_device_cells(r) for r in rows]))
+
+
+def _holders(claims: Sequence[ResourceClaim]) -> dict[tuple[str, str, str], list[tuple[str, bool]]]:
+    """(driver, pool, device) -> the claims holding it, each with whether it holds it with
+    admin access (upstream: such an allocation does not make the device unavailable)."""
+    out: dict[tuple[str, str, str], list[tuple[str, bool]]] = {}
+    for claim in claims:
+        alloc = claim.status.allocation if claim.status else None
+        for r in alloc.devices.results if alloc else ():
+            out.setdefault((r.driver, r.pool, r.device), []).append(
+                (f"{claim.namespace}/{claim.name}", bool(r.admin_access))
+            )
+    return out
+
+
+def _device_cells(row: dict[str, Any]) -> list[str]:
+    held = [*(row["heldBy"] or ()), *(f"{c} (admin access)" for c in row["adminAccessBy"])]
+    return [str(row[k]) for k in ("node", "driver", "device", "product")] + [
+        row["memory"] or "",
+        ",".join(held) or "<free>",
+    ]
 
 
 @click.command("allocate")
@@ -146,6 +180,12 @@ def devices(settings: Settings, node: str | None, free: bool, output: str) -> No
 @click.option("--allocated", "allocated_file", help="Claims (with status) already holding devices.")
 @click.option("--order", type=POLICY_CHOICE, default="first-fit", show_default=True)
 @click.option("-o", "--output", type=click.Choice(["json", "yaml", "table"]), default="table")
+@click.option(
+    "--cluster",
+    is_flag=True,
+    help="Claims from the files, everything else (nodes, slices, classes, allocated claims) "
+    "from the cluster or embedded store as it is now; nothing is written.",
+)
 @click.pass_obj
 @fails_cleanly
 def allocate_command(
@@ -155,9 +195,19 @@ def allocate_command(
     allocated_file: str | None,
     order: str,
     output: str,
+    cluster: bool,
 ) -> None:
-    """Run the allocator on manifests (no store): slices, classes and claims from files."""
-    objects = [o.obj for o in load(paths)]
+    """Run the allocator on manifests (no store): slices, classes and claims from files,
+    checked as `apply` checks them first (invalid input never reaches the allocator).
+    With --cluster: would these claims fit on the cluster now, where, and if not why."""
+    objects = _checked_objects(paths, settings.strict)
+    if cluster:
+        if node or allocated_file:
+            raise click.UsageError(
+                "--node and --allocated take their state from files: not with --cluster"
+            )
+        _allocate_on_cluster(settings, objects, order, output)
+        return
     slices = [o for o in objects if isinstance(o, ResourceSlice)]
     classes = {o.name: o for o in objects if isinstance(o, DeviceClass)}
     claims = [
@@ -166,7 +216,7 @@ def allocate_command(
         if isinstance(o, ResourceClaim) and not (o.status and o.status.allocation)
     ]
     labels = {o.name: o.metadata.labels for o in objects if isinstance(o, Node)}
-    held = [o.obj for o in load([allocated_file])] if allocated_file else []
+    held = _checked_objects([allocated_file], settings.strict) if allocated_file else []
     state = AllocatedState.from_claims([c for c in held if isinstance(c, ResourceClaim)])
     inventory = Inventory.build(slices)
     names = [node] if node else sorted({s.spec.node_name for s in slices if s.spec.node_name})
@@ -191,7 +241,7 @@ def allocate_command(
         )
     report = [
         {
-            "namespace": c.namespace,
+            "namespace": c.namespace or DEFAULT_NAMESPACE,
             "name": c.name,
             "allocation": plain(results[i]) if results else None,
             "reason": f"allocated on node {where}" if results else reason,
@@ -200,6 +250,42 @@ def allocate_command(
     ]
     _print_report(report, output)
     sys.exit(0 if results is not None else 1)
+
+
+def _allocate_on_cluster(
+    settings: Settings, objects: Sequence[KubeObject], order: str, output: str
+) -> None:
+    from kubedra.cli.live import allocate_now, what_if_report
+
+    claims = [o for o in objects if isinstance(o, ResourceClaim)]
+    for other in (o for o in objects if not isinstance(o, ResourceClaim)):
+        click.echo(
+            f"warning: {other.KIND} {other.name} ignored: with --cluster the files give "
+            "claims, the cluster everything else",
+            err=True,
+        )
+    if not claims:
+        raise click.UsageError("no ResourceClaim in the files")
+    answer = allocate_now(settings.open_store(), claims, order, settings.strict)
+    report = what_if_report(claims, answer)
+    if output == "table":
+        _print_report(report["claims"], output)
+        if answer.results is None:
+            sys.stdout.write(format_groups(answer.groups))
+    elif output == "json":
+        click.echo(json.dumps(report, indent=2))
+    else:
+        import yaml
+
+        click.echo(yaml.safe_dump(report, sort_keys=False), nl=False)
+    sys.exit(0 if answer.results is not None else 1)
+
+
+def _checked_objects(paths: Sequence[str], strict: bool) -> list[KubeObject]:
+    result, problems = checked_load(paths, strict)
+    for warning in problems:
+        click.echo(str(warning), err=True)
+    return [o.obj for o in result.objects]
 
 
 def _print_report(report: list[dict[str, object]], output: str) -> None:

@@ -4,19 +4,28 @@ Create with kubectl's last-applied annotation, or three-way merge the manifest i
 live object (`kubedra.api.apply`) and update it with the resourceVersion that was read: a
 writer that got in between makes the update fail with `Conflict`, and apply reads and merges
 again (as kubectl retries its patch), so no one's change is lost.
+
+Dry runs, as kubectl's `--dry-run`: `preview_object` only reads and merges (client); under
+`checked_writes` every write is checked as a real one (the API server's `dryRun=All`: its
+validation, admission and defaults; on the embedded store the same transaction, rolled
+back) and nothing is kept (server).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 import msgspec
 
 from kubedra.api.apply import LAST_APPLIED, merge_applied, with_last_applied
 from kubedra.api.meta import KubeObject
-from kubedra.cluster.store import DEFAULT_NAMESPACE, Store
-from kubedra.errors import AlreadyExists, Conflict, NotFound
+from kubedra.cluster.kubernetes import KubeStore
+from kubedra.cluster.store import DEFAULT_NAMESPACE, Store, T
+from kubedra.errors import AlreadyExists, Conflict, KubedraError, NotFound
 
 ATTEMPTS = 5  # kubectl's maxPatchRetry
 
@@ -34,9 +43,21 @@ class Applied:
 
     verb: Verb
     adopted: bool = False
+    obj: KubeObject | None = None  # as stored (or as a server dry run would store it)
+    before: KubeObject | None = None  # as it was read, None when apply creates it
 
 
-def apply_object(store: Store, manifest: KubeObject) -> Applied:
+class Target(Protocol):
+    """What apply needs of a store: a read and the two writes."""
+
+    def get(self, cls: type[T], name: str, namespace: str = DEFAULT_NAMESPACE) -> T: ...
+
+    def create(self, obj: T) -> T: ...
+
+    def update(self, obj: T) -> T: ...
+
+
+def apply_object(store: Target, manifest: KubeObject) -> Applied:
     """Create or merge one manifest into the store; raises Conflict only when every attempt
     raced another writer (or the manifest pins a resourceVersion that is no longer current)."""
     manifest = _in_namespace(manifest)
@@ -53,20 +74,89 @@ def apply_object(store: Store, manifest: KubeObject) -> Applied:
     )
 
 
-def _apply_once(store: Store, manifest: KubeObject) -> Applied:
-    try:
-        current = store.get(type(manifest), manifest.name, manifest.namespace)
-    except NotFound:
-        store.create(with_last_applied(manifest))
+def preview_object(store: Target, manifest: KubeObject) -> Applied:
+    """What apply would do, from a read and the merge alone (kubectl's `--dry-run=client`):
+    the store's defaults and update rules are not consulted, and `obj` is not set."""
+    manifest = _in_namespace(manifest)
+    current = _current(store, manifest)
+    if current is None:
         return Applied(Verb.CREATED)
-    adopted = LAST_APPLIED not in current.metadata.annotations
+    changed = merge_applied(manifest, current) is not None
+    verb = Verb.CONFIGURED if changed else Verb.UNCHANGED
+    return Applied(verb, _adopted(current), before=current)
+
+
+@contextmanager
+def checked_writes(store: Store) -> Iterator[Target]:
+    """A target on which writes are checked as real ones and none is kept (kubectl's
+    `--dry-run=server`): the API server's `dryRun=All`, or on the embedded store one
+    transaction that is rolled back at the end."""
+    if isinstance(store, KubeStore):
+        yield _ServerDryRun(store)
+        return
+    transaction = getattr(store, "transaction", None)
+    if not callable(transaction):
+        raise KubedraError(f"{type(store).__name__} cannot check writes without keeping them")
+    with suppress(_RolledBack), transaction():
+        yield store
+        raise _RolledBack
+
+
+class _RolledBack(Exception):
+    """Ends a dry run's transaction: the store rolls back on any exception."""
+
+
+class _ServerDryRun:
+    """The writes of a real cluster sent with `dryRun=All`."""
+
+    def __init__(self, store: KubeStore) -> None:
+        self._store = store
+
+    def get(self, cls: type[T], name: str, namespace: str = DEFAULT_NAMESPACE) -> T:
+        return self._store.get(cls, name, namespace)
+
+    def create(self, obj: T) -> T:
+        return self._store.create(obj, dry_run=True)
+
+    def update(self, obj: T) -> T:
+        return self._store.update(obj, dry_run=True)
+
+
+def _apply_once(store: Target, manifest: KubeObject) -> Applied:
+    current = _current(store, manifest)
+    if current is None:
+        return Applied(Verb.CREATED, obj=store.create(with_last_applied(manifest)))
     desired = merge_applied(manifest, current)
     if desired is None:
-        return Applied(Verb.UNCHANGED, adopted)
+        return Applied(Verb.UNCHANGED, _adopted(current), current, current)
     written = store.update(desired)
     # The API server writes nothing when its defaults make the object what it was.
-    same = written.metadata.resource_version == current.metadata.resource_version
-    return Applied(Verb.UNCHANGED if same else Verb.CONFIGURED, adopted)
+    verb = Verb.UNCHANGED if same_content(written, current) else Verb.CONFIGURED
+    return Applied(verb, _adopted(current), written, current)
+
+
+def same_content(a: KubeObject, b: KubeObject) -> bool:
+    """Whether two versions of an object differ only in resourceVersion and managedFields
+    (upstream's dry-run storage answers an update with the changed object under the old
+    resourceVersion, so the version alone cannot tell whether a write changed anything)."""
+    return unversioned(a) == unversioned(b)
+
+
+def unversioned(obj: KubeObject) -> KubeObject:
+    """The object without resourceVersion and managedFields (what every write changes)."""
+    meta = msgspec.structs.replace(obj.metadata, resource_version=None, managed_fields=())
+    return msgspec.structs.replace(obj, metadata=meta)
+
+
+def _current(store: Target, manifest: KubeObject) -> KubeObject | None:
+    try:
+        return store.get(type(manifest), manifest.name, manifest.namespace)
+    except NotFound:
+        return None
+
+
+def _adopted(current: KubeObject) -> bool:
+    return LAST_APPLIED not in current.metadata.annotations
 
 
 def _in_namespace(obj: KubeObject) -> KubeObject:

@@ -26,8 +26,9 @@ from typing import Any
 import msgspec
 
 from kubedra.api.codec import decode_json, to_dict
+from kubedra.api.coordination import Lease
 from kubedra.api.core import Namespace, Node, Pod
-from kubedra.api.kinds import ALL_KINDS, with_type_meta
+from kubedra.api.kinds import ALL_KINDS, BY_KIND, with_type_meta
 from kubedra.api.meta import KubeObject
 from kubedra.api.resource import (
     DeviceClass,
@@ -78,8 +79,9 @@ RESOURCES: dict[type[KubeObject], Resource] = {
     Pod: Resource("", "v1", "pods", True),
     Node: Resource("", "v1", "nodes", False),
     Namespace: Resource("", "v1", "namespaces", False),
+    Lease: Resource("coordination.k8s.io", "v1", "leases", True),
 }
-assert set(RESOURCES) == set(ALL_KINDS)
+assert set(RESOURCES) == set(BY_KIND.values())
 
 
 class _Event(msgspec.Struct):

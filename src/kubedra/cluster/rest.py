@@ -20,7 +20,7 @@ import ssl
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -49,6 +49,14 @@ USER_AGENT = "kubedra"
 class ClusterError(KubedraError):
     """The API server cannot be used as asked: unreachable, credentials, permissions."""
 
+    status: int | None = None  # the HTTP status of the answer, when there was one
+
+    @property
+    def indeterminate(self) -> bool:
+        """Whether a write that failed so may have been done all the same (no answer, or
+        the server failing): only reading the object back tells."""
+        return self.status is None or self.status >= 500
+
 
 class Unreachable(ClusterError):
     """No answer from the API server (connection refused, DNS, TLS, timeout)."""
@@ -57,9 +65,13 @@ class Unreachable(ClusterError):
 class Unauthorized(ClusterError):
     """401: the server does not accept the credentials (expired or wrong token, cert)."""
 
+    status = 401
+
 
 class Forbidden(ClusterError):
     """403: authenticated, but RBAC (or admission) forbids this verb on this resource."""
+
+    status = 403
 
 
 class Expired(StoreError):
@@ -121,6 +133,9 @@ class ApiClient:
         self.timeout = timeout
         self.retries = retries
         self.limiter = RateLimiter(qps, burst)
+        # Told of every failed request (its status; None when the server did not answer),
+        # e.g. to count API errors in metrics.
+        self.on_error: Callable[[Request, int | None], None] | None = None
         parts = urlsplit(config.server)
         if parts.scheme not in ("https", "http"):
             raise ClusterError(f"API server {config.server}: the URL must start with https://")
@@ -234,6 +249,8 @@ class ApiClient:
                 redirect=False,
             )
         except urllib3.exceptions.HTTPError as err:
+            if self.on_error is not None:
+                self.on_error(about, None)
             reason = getattr(err, "reason", None) or err
             raise Unreachable(
                 f"cannot reach the API server {self.server} ({about.describe()}): {_short(reason)}"
@@ -243,6 +260,8 @@ class ApiClient:
         body = _status_body(data)
         message = str(body.get("message") or data[:200].decode(errors="replace").strip())
         reason = str(body.get("reason") or "")
+        if self.on_error is not None:
+            self.on_error(about, status)
         if status == 401:
             who = f' (context "{self.config.context}")' if self.config.context else ""
             return Unauthorized(
@@ -259,7 +278,9 @@ class ApiClient:
             return Expired(message)
         if status == 422 or reason == "Invalid":
             return _invalid(body, message, about)
-        return ClusterError(f"{self.server}: {about.describe()}: {status} {reason}: {message}")
+        failed = ClusterError(f"{self.server}: {about.describe()}: {status} {reason}: {message}")
+        failed.status = status
+        return failed
 
 
 def _invalid(body: Mapping[str, Any], message: str, about: Request) -> ValidationError:

@@ -23,9 +23,14 @@ from typing import Any
 import msgspec
 
 from kubedra.api.codec import decode_json, to_dict
-from kubedra.api.core import Pod
+from kubedra.api.core import Namespace, Pod
+from kubedra.api.defaults import with_defaults
 from kubedra.api.kinds import BY_KIND, with_type_meta
 from kubedra.api.meta import KubeObject, ObjectMeta
+from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
+from kubedra.api.validation import ref_of
+from kubedra.api.validation.meta import unique_owner_references
+from kubedra.api.validation.resource import ADMIN_ACCESS_LABEL
 from kubedra.api.validation.update import check_update
 from kubedra.cluster import storefile
 from kubedra.cluster.selectors import parse_field_selector, parse_label_selector
@@ -37,10 +42,20 @@ from kubedra.cluster.store import (
     with_scheduled_condition,
 )
 from kubedra.cluster.storefile import DEFAULT_PATH as DEFAULT_PATH
-from kubedra.errors import AlreadyExists, Conflict, KubedraError, NotFound, StoreError
+from kubedra.errors import (
+    AlreadyExists,
+    Conflict,
+    KubedraError,
+    NotFound,
+    Problem,
+    StoreError,
+    ValidationError,
+)
 
 # Kubernetes' generateName suffix alphabet: no vowels (no words), no look-alike characters.
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+# The namespaces the API server creates at start (and re-creates if deleted).
+SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
 def now_rfc3339(now: datetime | None = None) -> str:
@@ -67,6 +82,7 @@ class SqliteStore:
         self._rv_in_tx: int | None = None  # last resourceVersion taken in this transaction
         storefile.create(self.path)  # only where no file is: see storefile's rule
         self._db = storefile.connect(self.path)  # reads only: never waits for a writer
+        self._system_namespaces()
 
     def _timestamp(self) -> str:
         return now_rfc3339(self._clock() if self._clock is not None else None)
@@ -181,15 +197,29 @@ class SqliteStore:
     # --- writes -----------------------------------------------------------------------
 
     def create(self, obj: T) -> T:
-        """Store a new object: name from generateName, uid, creationTimestamp, rv."""
+        """Store a new object: name from generateName, uid, creationTimestamp, rv. As the
+        API server: into an existing namespace only, never with a resourceVersion (a pasted
+        uid or timestamps are replaced, repeated owner references dropped)."""
+        return self._create(obj)
+
+    def _create(self, obj: T) -> T:
+        """`create`, also for the store's own objects (not through a subclass's override)."""
         meta = obj.metadata
         namespace = _ns(type(obj), meta.namespace or DEFAULT_NAMESPACE)
         if not meta.name and not meta.generate_name:
             raise ValueError(f"{obj.KIND}: metadata.name or metadata.generateName is required")
+        if meta.resource_version:
+            raise StoreError(
+                f'{obj.KIND} "{meta.name or meta.generate_name}": resourceVersion should not be '
+                "set on objects to be created"
+            )
         with self._write():
+            if namespace:
+                self._admit(obj, namespace)
             name = meta.name or self._free_name(obj.KIND, namespace, meta.generate_name or "")
             if self._row(obj.KIND, namespace, name) is not None:
                 raise AlreadyExists(f'{obj.KIND} "{name}" already exists')
+            obj = with_defaults(obj, self._timestamp())
             fresh = msgspec.structs.replace(
                 meta,
                 name=name,
@@ -199,6 +229,8 @@ class SqliteStore:
                 creation_timestamp=self._timestamp(),
                 resource_version=None,
                 deletion_timestamp=None,
+                deletion_grace_period_seconds=None,
+                owner_references=unique_owner_references(meta.owner_references),
                 generation=1 if meta.generation is None else meta.generation,
             )
             return self._put(msgspec.structs.replace(obj, metadata=fresh), EventType.ADDED)
@@ -239,6 +271,29 @@ class SqliteStore:
 
     # --- internals --------------------------------------------------------------------
 
+    def _system_namespaces(self) -> None:
+        """Create the namespaces the API server starts with, where this store lacks any (a
+        new store, or one made before they were created): one read when all are there."""
+        if all(self._row(Namespace.KIND, "", n) is not None for n in SYSTEM_NAMESPACES):
+            return
+        with self._write():
+            for name in SYSTEM_NAMESPACES:
+                if self._row(Namespace.KIND, "", name) is None:
+                    self._create(Namespace(metadata=ObjectMeta(name=name)))
+
+    def _admit(self, obj: KubeObject, namespace: str) -> None:
+        """The API server's admission of a new namespaced object: its namespace exists and
+        is not being deleted (NamespaceLifecycle); admin access only where it is allowed."""
+        if self._row(Namespace.KIND, "", namespace) is None:
+            raise NotFound(f'namespaces "{namespace}" not found')
+        ns = self._stored(Namespace, "", namespace)
+        if ns.metadata.deletion_timestamp:
+            raise StoreError(
+                f"unable to create new content in namespace {namespace} because it is being "
+                "terminated"
+            )
+        _admin_access(obj, ns.metadata.labels)
+
     def _replace(self, obj: T, keep_status: bool) -> T:
         cls, meta = type(obj), obj.metadata
         namespace = _ns(cls, meta.namespace or DEFAULT_NAMESPACE)
@@ -249,9 +304,11 @@ class SqliteStore:
                     f'Operation cannot be fulfilled on {cls.KIND} "{meta.name}": the object has '
                     "been modified; please apply your changes to the latest version and try again"
                 )
-            merged = _merge(stored, obj, keep_status)
+            merged = _merge(stored, with_defaults(obj, self._timestamp()), keep_status)
             if keep_status:  # an update, not a status write: the API server's update rules
                 check_update(stored, merged)
+            if _unchanged(stored, merged):
+                return stored  # as the API server: a write that changes nothing is not one
             if merged.metadata.deletion_timestamp and not merged.metadata.finalizers:
                 self._remove(merged)
                 return merged
@@ -430,6 +487,31 @@ class SqliteStore:
                 self._db.execute("COMMIT")
             except sqlite3.Error as err:
                 raise storefile.translate(self.path, err) from None
+
+
+def _admin_access(obj: KubeObject, namespace_labels: dict[str, str]) -> None:
+    """Admin access to devices is granted only in a namespace labelled for it (upstream's
+    claim and template strategies; the path is upstream's for both kinds)."""
+    if isinstance(obj, ResourceClaim):
+        requests = obj.spec.devices.requests
+    elif isinstance(obj, ResourceClaimTemplate):
+        requests = obj.spec.spec.devices.requests
+    else:
+        return
+    wanted = [i for i, q in enumerate(requests) if q.exactly and q.exactly.admin_access]
+    if wanted and namespace_labels.get(ADMIN_ACCESS_LABEL) != "true":
+        message = (
+            f"Forbidden: admin access to devices requires the `{ADMIN_ACCESS_LABEL}: true` "
+            "label on the containing namespace"
+        )
+        path = f"spec.devices.requests[{wanted[0]}].adminAccess"
+        raise ValidationError([Problem(message, path, ref_of(obj))])
+
+
+def _unchanged(stored: T, merged: T) -> bool:
+    version = stored.metadata.resource_version
+    same_version = msgspec.structs.replace(merged.metadata, resource_version=version)
+    return msgspec.structs.replace(merged, metadata=same_version) == stored
 
 
 def _ns(cls: type[KubeObject], namespace: str) -> str:

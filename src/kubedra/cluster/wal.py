@@ -132,18 +132,26 @@ class _Image:
         return frame.current and _frame_sum(raw, big_endian, seed) == frame.checksum
 
     def lost_after(self, frames: list[Frame], accepted: int) -> int:
-        """Commit frames after frame `accepted` that check out against their predecessor's
-        claimed sum (`frames` run on from frame `accepted`, or from the first). A writer
-        that dies mid-transaction never leaves one (its commit frame is its last write,
-        and once written the transaction is committed), so each is a committed transaction
-        cut off from the log by damage before it."""
+        """Commit frames after frame `accepted`, beyond a frame that breaks the running
+        checksum, that check out against their predecessor's claimed sum (`frames` run on
+        from frame `accepted`, or from the first): committed transactions cut off from the
+        log by damage before them. Frames that still chain on from `accepted` are not
+        damage, even past a commit frame: a writer killed after writing its commit frame
+        but before SQLite's index recorded it was never told its transaction committed,
+        and SQLite drops it (or, rebuilding the index from the log, keeps it) whole."""
         claimed = {frame.number: frame.checksum for frame in frames}
         claimed[0] = self.header.checksum
+        seed: tuple[int, int] | None = claimed.get(accepted)
         lost = 0
         for frame in frames:
-            if frame.number > accepted and frame.commit and frame.current:
-                seed = claimed.get(frame.number - 1)
-                lost += seed is not None and self.checks_out(frame, seed)
+            if frame.number <= accepted or not frame.current:
+                continue
+            if seed is not None and self.checks_out(frame, seed):
+                seed = frame.checksum  # the log goes on intact
+                continue
+            seed = None  # broken here: what commits after this is cut off
+            before = claimed.get(frame.number - 1)
+            lost += frame.commit and before is not None and self.checks_out(frame, before)
         return lost
 
 

@@ -97,6 +97,7 @@ class DevCluster:
         kube_scheduler: bool = False,
         feature_gates: str = "",
         apiserver_flags: Sequence[str] = (),
+        controller_manager_flags: Sequence[str] = (),
         detach: bool = False,
     ) -> None:
         """`detach`: the processes outlive this Python process (the CLI's `up`); otherwise
@@ -105,6 +106,7 @@ class DevCluster:
         self.kube_scheduler = kube_scheduler
         self.feature_gates = feature_gates
         self.apiserver_flags = tuple(apiserver_flags)
+        self.controller_manager_flags = tuple(controller_manager_flags)
         self.detach = detach
         self.bin: Binaries | None = None
         self.state: State | None = None
@@ -271,19 +273,45 @@ class DevCluster:
             f"--secure-port={ports['kcm']}",
             f"--cert-dir={self.folder / 'kcm-certs'}",
         ]
-        return args + ([f"--feature-gates={self.feature_gates}"] if self.feature_gates else [])
+        args += [f"--feature-gates={self.feature_gates}"] if self.feature_gates else []
+        return args + list(self.controller_manager_flags)
 
-    def _scheduler_args(self, ports: dict[str, int]) -> list[str]:
-        config = str(self.kubeconfig_for("scheduler"))
+    def start_kube_scheduler(self, qps: float | None = None, burst: int | None = None) -> int:
+        """Start kube-scheduler now, on a cluster started without it; `qps`/`burst` set its
+        client's rate limits (through a KubeSchedulerConfiguration). Returns its pid."""
+        assert self.state is not None
+        config = None
+        if qps is not None or burst is not None:
+            config = self.folder / "kube-scheduler.yaml"
+            connection: dict[str, object] = {"kubeconfig": str(self.kubeconfig_for("scheduler"))}
+            connection |= {"qps": qps} if qps is not None else {}
+            connection |= {"burst": burst} if burst is not None else {}
+            config.write_text(
+                yaml.safe_dump(
+                    {
+                        "apiVersion": "kubescheduler.config.k8s.io/v1",
+                        "kind": "KubeSchedulerConfiguration",
+                        "clientConnection": connection,
+                        "leaderElection": {"leaderElect": False},
+                    }
+                )
+            )
+        self.kube_scheduler = True
+        self._start("kube-scheduler", self._scheduler_args(self.state.ports, config))
+        self._wait("kube-scheduler", f"https://127.0.0.1:{self.state.ports['sched']}/healthz")
+        return self.state.processes["kube-scheduler"]
+
+    def _scheduler_args(self, ports: dict[str, int], config: Path | None = None) -> list[str]:
+        kubeconfig = str(self.kubeconfig_for("scheduler"))
         args = [
-            f"--kubeconfig={config}",
-            f"--authentication-kubeconfig={config}",
-            f"--authorization-kubeconfig={config}",
-            "--leader-elect=false",
+            f"--config={config}" if config else f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
             "--bind-address=127.0.0.1",
             f"--secure-port={ports['sched']}",
             f"--cert-dir={self.folder / 'scheduler-certs'}",
         ]
+        args += [] if config else ["--leader-elect=false"]
         return args + ([f"--feature-gates={self.feature_gates}"] if self.feature_gates else [])
 
     def _write_kubeconfig(self, pki: pki_module.Pki, identity: str) -> None:

@@ -56,6 +56,8 @@ class PreparedClaim(msgspec.Struct, kw_only=True, rename="camel"):
     devices: list[PreparedDevice]
     cdi_spec: dict[str, Any] = msgspec.field(default_factory=dict)
     sharing: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)  # device -> config
+    # device -> its identity, for the claim's status.devices (kubedra 0.1 files lack it)
+    device_data: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     prepared_at: str = ""
     generation: int = 0  # the checkpoint generation that committed this entry
 

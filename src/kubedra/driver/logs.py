@@ -27,6 +27,12 @@ def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **f
         logger.log(level, event, extra={_FIELDS: fields})
 
 
+def log_bug(logger: logging.Logger, event: str, err: BaseException, **fields: Any) -> None:
+    """Log `event` as an error with the traceback of `err` (a failure that is a bug, not
+    the environment)."""
+    logger.error(event, exc_info=err, extra={_FIELDS: fields})
+
+
 def _quote(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     if text == "" or any(c in text for c in ' "=\n\t'):

@@ -1,12 +1,23 @@
 """Prometheus metrics of the node agent, in a registry of its own (several agents per process
-in tests and simulations must not collide in the global one)."""
+in tests and simulations must not collide in the global one), served over HTTP with the
+agent's health checks (`/healthz`, `/readyz`: the DaemonSet's probes)."""
 
 from __future__ import annotations
 
 import threading
-from wsgiref.simple_server import WSGIServer
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+Check = Callable[[], "str | None"]  # a problem, or None when all is well
 
 # Preparing is a store read plus a few small files: sub-millisecond to a few seconds.
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
@@ -70,7 +81,7 @@ class DriverMetrics:
             (*labels, "action"),
             registry=self.registry,
         )
-        self._server: WSGIServer | None = None
+        self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     def observe_claim(self, operation: str, seconds: float, failed: bool) -> None:
@@ -98,10 +109,14 @@ class DriverMetrics:
             name, {"driver": self.driver, "node": self.node, **labels}
         )
 
-    def serve(self, port: int, addr: str = "0.0.0.0") -> int:
-        """Serve /metrics over HTTP on `port` (0 = any free port); returns the port."""
-        server, thread = start_http_server(port, addr=addr, registry=self.registry)
-        self._server, self._thread = server, thread
+    def serve(self, port: int, addr: str = "0.0.0.0", checks: Mapping[str, Check] = {}) -> int:
+        """Serve /metrics and one path per check (`/healthz`: 200 `ok`, or 503 and the
+        problem) over HTTP on `port` (0 = any free port); returns the port."""
+        server = ThreadingHTTPServer((addr, port), _handler(self.registry, dict(checks)))
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="metrics", daemon=True)
+        self._thread.start()
         return int(server.server_port)
 
     def shutdown(self) -> None:
@@ -112,3 +127,29 @@ class DriverMetrics:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+
+
+def _handler(registry: CollectorRegistry, checks: dict[str, Check]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                self._answer(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+            elif path in checks:
+                problem = checks[path]()
+                body = f"{problem}\n" if problem else "ok\n"
+                self._answer(503 if problem else 200, body.encode(), "text/plain")
+            else:
+                self._answer(404, b"not found\n", "text/plain")
+
+        def _answer(self, code: int, body: bytes, content_type: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # probes every few seconds: not worth a log line each
+
+    return Handler

@@ -3,14 +3,16 @@
 Per claim (drivers.md §5.2): check the reference the kubelet sent (UID, namespace and name in
 the formats the API server makes; anything else gets a per-claim error before any path is
 built); GET the ResourceClaim by namespace/name, require the same UID ("claim got replaced"
-otherwise) and a `status.allocation`; take the results of this driver, which must all be in
-this node's pool and name published devices; apply this driver's opaque config
-(`kubedra.driver.config`); commit the entry to the checkpoint, then write the claim's CDI
-spec; answer with the CDI ids per device. Already prepared claims are answered from the
-checkpoint (the kubelet retries, also across restarts of either side). Unprepare commits the
-removal, then deletes the CDI spec and host dirs; a claim that is not prepared is not an
-error. One claim's failure never fails the others: every claim of the call gets its own entry.
-The commit-first order is what makes a kill -9 at any point recoverable (`recovery`).
+otherwise) and a `status.allocation` whose node selector admits this node; take the results
+of this driver, which must all be in this node's pool and name published devices; apply
+this driver's opaque config from class and claim (`kubedra.driver.config`); commit the entry
+to the checkpoint, then write the claim's CDI spec; answer with the CDI ids per device, and
+hand the claim to the status writer (`status.devices`, in the background). Already
+prepared claims are answered from the checkpoint, without the API server (the kubelet
+retries, also across restarts of either side). Unprepare commits the removal, then deletes
+the CDI spec and host dirs; a claim that is not prepared is not an error. One claim's
+failure never fails the others: every claim of the call gets its own entry. The
+commit-first order is what makes a kill -9 at any point recoverable (`recovery`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from pathlib import Path
 
 import msgspec
 
-from kubedra.api.resource import Device, ResourceClaim
+from kubedra.api.core import Node
+from kubedra.api.resource import AllocationResult, Device, ResourceClaim
+from kubedra.api.selection import NodeSelectorError, node_selector_matches
 from kubedra.cluster.sqlite import now_rfc3339
-from kubedra.cluster.store import Store
+from kubedra.cluster.store import Store, T
 from kubedra.driver import files
 from kubedra.driver.cdi import AllocatedDevice, build_spec
 from kubedra.driver.checkpoint import Checkpoint, PreparedClaim, PreparedDevice, claim_problem
@@ -35,7 +39,8 @@ from kubedra.driver.config import ConfigError, config_for, describe
 from kubedra.driver.logs import get_logger, log_event
 from kubedra.driver.metrics import DriverMetrics
 from kubedra.driver.recovery import recover
-from kubedra.errors import NotFound
+from kubedra.driver.status import StatusWriter, device_data
+from kubedra.errors import KubedraError, NotFound
 
 log = get_logger("prepare")
 LOCK_NAME = "driver.lock"
@@ -73,9 +78,11 @@ class DeviceState:
         cdi_dir: Path,
         metrics: DriverMetrics | None = None,
         *,
+        statuses: StatusWriter | None = None,
         lock_timeout: float = 60.0,
     ) -> None:
         self.store, self.driver, self.node = store, driver, node
+        self.statuses = statuses
         self.plugin_dir = files.ensure_dir(plugin_dir, files.PLUGIN_DIR_MODE)
         self.metrics = metrics or DriverMetrics(driver, node)
         self._lock = threading.Lock()
@@ -116,6 +123,9 @@ class DeviceState:
 
     def prepare(self, claims: Iterable[ClaimRef]) -> dict[str, PrepareResult]:
         results: dict[str, PrepareResult] = {}
+        claims = list(claims)
+        if not claims:  # the health probe: answered without waiting for a prepare in flight
+            return results
         with self._lock:
             for ref in claims:
                 start = time.perf_counter()
@@ -144,17 +154,19 @@ class DeviceState:
         problem = claim_problem(ref.uid, ref.namespace, ref.name)
         if problem:
             raise PrepareError(f"invalid claim reference: {problem}")
-        done = self._prepared.get(ref.uid)
-        if done is not None:
-            self.files.materialize(done)  # e.g. /var/run/cdi is a tmpfs: reboot
-            return done.devices
-        entry = self._new_entry(ref)
-        self._commit({**self._prepared, ref.uid: entry})
-        try:
-            self.files.materialize(entry)
-        except Exception:
-            self._roll_back(ref.uid)
-            raise
+        entry = self._prepared.get(ref.uid)
+        if entry is not None:
+            self.files.materialize(entry)  # e.g. /var/run/cdi is a tmpfs: reboot
+        else:
+            entry = self._new_entry(ref)
+            self._commit({**self._prepared, ref.uid: entry})
+            try:
+                self.files.materialize(entry)
+            except Exception:
+                self._roll_back(ref.uid)
+                raise
+        if self.statuses is not None:
+            self.statuses.enqueue(entry)
         return entry.devices
 
     def _new_entry(self, ref: ClaimRef) -> PreparedClaim:
@@ -164,6 +176,7 @@ class DeviceState:
         allocation = claim.status.allocation if claim.status else None
         if allocation is None:
             raise PrepareError(f"ResourceClaim {ref.namespace}/{ref.name} is not allocated")
+        self._check_node(ref, allocation)
         mine = [r for r in allocation.devices.results if r.driver == self.driver]
         if not mine:
             raise PrepareError(
@@ -206,6 +219,7 @@ class DeviceState:
                 for result, cdi_id in zip(mine, ids, strict=True)
             ],
             sharing=sharing,
+            device_data={a.device.name: data for a in allocated if (data := device_data(a.device))},
             prepared_at=now_rfc3339(),
             generation=self._generation + 1,
         )
@@ -220,11 +234,39 @@ class DeviceState:
         except Exception:  # the entry stays committed: the next prepare answers from it
             log.exception("rolling back a failed prepare failed")
 
-    def _get_claim(self, ref: ClaimRef) -> ResourceClaim:
+    def _check_node(self, ref: ClaimRef, allocation: AllocationResult) -> None:
+        """The allocation is for this node: its node selector (set by the allocator for
+        node-local devices, `metadata.name In [node]`) selects this node."""
+        selector = allocation.node_selector
+        if selector is None:
+            return
+        labels: dict[str, str] = {}
+        if any(term.match_expressions for term in selector.node_selector_terms):
+            labels = self._read(Node, self.node, "").metadata.labels
         try:
-            claim = self.store.get(ResourceClaim, ref.name, ref.namespace)
+            admitted = node_selector_matches(selector, self.node, labels)
+        except NodeSelectorError as err:
+            admitted, why = False, f" ({err})"
+        else:
+            why = ""
+        if not admitted:
+            raise PrepareError(
+                f"ResourceClaim {ref.namespace}/{ref.name} is allocated for other nodes: "
+                f"status.allocation.nodeSelector does not select node {self.node}{why}"
+            )
+
+    def _read(self, cls: type[T], name: str, namespace: str) -> T:
+        """An object from the API, or a PrepareError saying why it cannot be read."""
+        what = f"{cls.KIND} {namespace}/{name}" if namespace else f"{cls.KIND} {name}"
+        try:
+            return self.store.get(cls, name, namespace) if namespace else self.store.get(cls, name)
         except NotFound:
-            raise PrepareError(f"ResourceClaim {ref.namespace}/{ref.name} not found") from None
+            raise PrepareError(f"{what} not found") from None
+        except KubedraError as err:  # unreachable, forbidden: the kubelet retries
+            raise PrepareError(f"cannot read {what}: {err}") from None
+
+    def _get_claim(self, ref: ClaimRef) -> ResourceClaim:
+        claim = self._read(ResourceClaim, ref.name, ref.namespace)
         if claim.metadata.uid != ref.uid:
             raise PrepareError(
                 f"ResourceClaim {ref.namespace}/{ref.name} got replaced: UID is "
@@ -265,6 +307,8 @@ class DeviceState:
         problem = claim_problem(ref.uid, ref.namespace, ref.name)
         if problem:
             raise PrepareError(f"invalid claim reference: {problem}")
+        if self.statuses is not None:
+            self.statuses.cancel(ref.uid)
         if ref.uid in self._prepared:
             self._commit({u: c for u, c in self._prepared.items() if u != ref.uid})
         self.files.remove(ref.uid)

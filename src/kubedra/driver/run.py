@@ -9,6 +9,7 @@ from pathlib import Path
 
 from kubedra.api.core import Node
 from kubedra.api.validation import names
+from kubedra.catalog.inventory import DriverInventory
 from kubedra.cluster.store import Store
 from kubedra.driver import publisher
 from kubedra.driver.backends import Backend, inventory_for, open_backend
@@ -17,7 +18,9 @@ from kubedra.driver.kubelet import DEFAULT_ROOT, PluginPaths
 from kubedra.driver.logs import get_logger, log_event
 from kubedra.driver.metrics import DriverMetrics
 from kubedra.driver.prepare import DeviceState
+from kubedra.driver.retry import Backoff, Transitions
 from kubedra.driver.server import PluginServer
+from kubedra.driver.status import StatusWriter
 from kubedra.errors import AlreadyExists, NotFound
 
 DEFAULT_CDI_DIR = Path("/var/run/cdi")
@@ -38,6 +41,46 @@ def _ensure_node(store: Store, backend: Backend, node: str) -> None:
             log_event(log, "node created", node=node)
 
 
+class _Pool:
+    """Keeps the node's pool published: every `interval` while that works, sooner (with
+    backoff) after a failure, so an API server that is away at start or for a while is
+    caught up with as soon as it answers, and logged once per state change."""
+
+    def __init__(
+        self, store: Store, source: Backend, state: DeviceState, metrics: DriverMetrics,
+        interval: float, create_node: bool,
+    ) -> None:  # fmt: skip
+        self.store, self.source, self.state, self.metrics = store, source, state, metrics
+        self.publisher = publisher.Publisher(store, state.driver, state.node)
+        self.interval, self.create_node = interval, create_node
+        self.published = False  # at least once since start
+        self.backoff = Backoff(cap=interval)
+        self.transitions = Transitions(log, "publishing ResourceSlices")
+
+    def sync(self, inventory: DriverInventory | None = None) -> float:
+        """Read the inventory (unless given) and publish it; the seconds until the next
+        sync. The devices prepare can hand out follow the inventory even while the API
+        server is away."""
+        try:
+            inventory = inventory or inventory_for(self.source, self.state.driver)
+            self.state.set_devices(inventory.devices)
+            if self.create_node:
+                _ensure_node(self.store, self.source, self.state.node)
+            result = self.publisher.publish(inventory)
+        except Exception as err:  # keep serving prepared claims whatever failed
+            self.transitions.failed(err, node=self.state.node)
+            return self.backoff.next()
+        self.metrics.set_published(result.devices, len(result.slices), result.generation)
+        self.published = True
+        self.transitions.succeeded(generation=result.generation, slices=len(result.slices))
+        self.backoff.reset()
+        return self.interval
+
+    def ready(self, plugin: PluginServer) -> str | None:
+        """`/readyz`: the plugin answers and the node's devices are advertised."""
+        return plugin.probe() if self.published else "ResourceSlices not published yet"
+
+
 def run_driver(
     store: Store,
     driver: str,
@@ -54,12 +97,16 @@ def run_driver(
     resync_seconds: float = RESYNC_SECONDS,
     ready: threading.Event | None = None,
     backend_impl: Backend | None = None,
+    create_node: bool = True,
 ) -> None:
     """Publish the node's devices of `driver`, serve the kubelet plugin until `stop` is set.
 
     Raises NvmlUnavailable / ValueError (bad backend, profile or driver) before anything is
-    served. Every `resync_seconds` the inventory is read again and republished (no writes
-    when unchanged; slices deleted by someone else come back). `ready` is set once serving.
+    served. The API server is not needed to start: the plugin serves what the checkpoint
+    answers, and publishing is retried. Every `resync_seconds` the inventory is read again
+    and republished (no writes when unchanged; slices deleted by someone else come back).
+    `create_node`: create a simulated backend's Node when missing (the embedded store; on
+    a cluster the kubelet owns Nodes). `ready` is set once serving.
     """
     paths = PluginPaths.for_driver(driver, plugin_root, plugin_dir, registry_dir)
     detail = names.dns_subdomain(node[:254])
@@ -69,35 +116,29 @@ def run_driver(
     metrics = DriverMetrics(driver, node)
     server: PluginServer | None = None
     state: DeviceState | None = None
+    statuses = StatusWriter(store, driver, cap=resync_seconds)
     try:
         inventory = inventory_for(source, driver)
-        _ensure_node(store, source, node)
-        pool = publisher.Publisher(store, driver, node)
-        state = DeviceState(store, driver, node, paths.plugin_dir, cdi_dir, metrics)
-
-        def sync() -> None:
-            nonlocal inventory
-            result = pool.publish(inventory)
-            state.set_devices(inventory.devices)
-            metrics.set_published(result.devices, len(result.slices), result.generation)
-
-        sync()
+        state = DeviceState(
+            store, driver, node, paths.plugin_dir, cdi_dir, metrics, statuses=statuses
+        )
+        statuses.start().enqueue_all(state.prepared)  # what a kill or an outage left unwritten
+        pool = _Pool(store, source, state, metrics, resync_seconds, create_node)
+        delay = pool.sync(inventory)
+        server = plugin = PluginServer(state, paths)
         if metrics_port is not None:
-            port = metrics.serve(metrics_port)
+            checks = {"/healthz": plugin.probe, "/readyz": lambda: pool.ready(plugin)}
+            port = metrics.serve(metrics_port, checks=checks)
             log_event(log, "metrics serving", port=port)
-        server = PluginServer(state, paths)
-        server.start()
+        plugin.start()
         if ready is not None:
             ready.set()
-        while not stop.wait(resync_seconds):
-            try:
-                inventory = inventory_for(source, driver)
-                sync()
-            except Exception:  # keep serving prepared claims when a resync fails
-                log.exception("resync failed")
+        while not stop.wait(delay):
+            delay = pool.sync()
     finally:
         if server is not None:
             server.stop()
+        statuses.stop()
         if state is not None:
             state.close()
         metrics.shutdown()

@@ -68,7 +68,8 @@ def _unprepare_response(pb: Any, errors: dict[str, str]) -> Any:
 def _servicer(base: type, pb: Any, state: DeviceState, share_ids: bool, version: str) -> Any:
     class Servicer(base):  # type: ignore[misc]
         def NodePrepareResources(self, request: Any, context: Any) -> Any:
-            log_event(log, "NodePrepareResources", version=version, claims=len(request.claims))
+            if request.claims:  # (none: the health probe, every few seconds)
+                log_event(log, "NodePrepareResources", version=version, claims=len(request.claims))
             return _prepare_response(pb, state.prepare(_refs(request)), share_ids)
 
         def NodeUnprepareResources(self, request: Any, context: Any) -> Any:
@@ -148,6 +149,32 @@ class PluginServer:
             registration=str(self.paths.registration_socket),
             endpoint=str(self.paths.dra_socket),
         )
+
+    def probe(self, timeout: float = 2.0) -> str | None:
+        """Whether both sockets answer the kubelet's calls (the liveness check): GetInfo on
+        the registration socket, an empty NodePrepareResources on dra.sock; the problem, or
+        None. Upstream's example driver checks its plugin the same way."""
+        calls: tuple[tuple[Path, Callable[[grpc.Channel], object]], ...] = (
+            (
+                self.paths.registration_socket,
+                lambda ch: registration_grpc.RegistrationStub(ch).GetInfo(
+                    registration.InfoRequest(), timeout=timeout
+                ),
+            ),
+            (
+                self.paths.dra_socket,
+                lambda ch: dra_v1_grpc.DRAPluginStub(ch).NodePrepareResources(
+                    dra_v1.NodePrepareResourcesRequest(), timeout=timeout
+                ),
+            ),
+        )
+        for socket, call in calls:
+            with grpc.insecure_channel(unix_target(socket)) as channel:
+                try:
+                    call(channel)
+                except grpc.RpcError as err:
+                    return f"{socket}: {err.code().name}: {err.details()}"
+        return None
 
     def stop(self, grace: float = 2.0) -> None:
         for server in reversed(self._servers):

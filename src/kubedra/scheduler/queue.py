@@ -42,6 +42,7 @@ class SchedulingQueue:
     _pods: dict[PodKey, Pod] = field(default_factory=dict)
     _attempts: dict[PodKey, int] = field(default_factory=dict)
     _backoff_until: dict[PodKey, float] = field(default_factory=dict)
+    _parked: set[PodKey] = field(default_factory=set)
 
     def add(self, pod: Pod) -> None:
         """Add or refresh a pending pod (stays in backoff if it is there)."""
@@ -55,6 +56,7 @@ class SchedulingQueue:
         self._pods.pop(key, None)
         self._attempts.pop(key, None)
         self._backoff_until.pop(key, None)
+        self._parked.discard(key)
 
     def pop(self) -> Pod | None:
         """The next pod to try, or None; backed-off pods whose time has come rejoin first."""
@@ -78,12 +80,33 @@ class SchedulingQueue:
         self._backoff_until[key] = self.clock() + wait
         return wait
 
+    def park(self, pod: Pod) -> None:
+        """Hold a pod that cannot be tried yet (a claim it needs does not exist: upstream's
+        PreEnqueue gate) until `activate`, or the longest backoff as a safety net. Not a
+        failed attempt: its backoff does not grow."""
+        key = pod_key(pod)
+        self._pods[key] = pod
+        self._parked.add(key)
+        self._backoff_until[key] = self.clock() + MAX_BACKOFF_S
+
+    def activate(self, key: PodKey) -> bool:
+        """What a parked pod waited for happened: try it now. False if it was not parked."""
+        if key not in self._parked:
+            return False
+        self._parked.discard(key)
+        self._backoff_until.pop(key, None)
+        pod = self._pods.get(key)
+        if pod is not None:
+            heapq.heappush(self._active, (_order(pod), key))
+        return True
+
     def scheduled(self, key: PodKey) -> None:
         self.remove(key)
 
     def wake_all(self) -> int:
         """A relevant change happened: every backed-off pod may fit now."""
         woken = list(self._backoff_until)
+        self._parked.clear()
         for key in woken:
             del self._backoff_until[key]
             pod = self._pods.get(key)
@@ -95,6 +118,7 @@ class SchedulingQueue:
         now = self.clock()
         for key in [k for k, until in self._backoff_until.items() if until <= now]:
             del self._backoff_until[key]
+            self._parked.discard(key)
             pod = self._pods.get(key)
             if pod is not None:
                 heapq.heappush(self._active, (_order(pod), key))
@@ -104,4 +128,13 @@ class SchedulingQueue:
 
     @property
     def waiting(self) -> int:
+        """Pods in backoff or parked."""
         return len(self._backoff_until)
+
+    @property
+    def parked(self) -> int:
+        return len(self._parked)
+
+    def next_due(self) -> float | None:
+        """When the first backed-off pod is due (the clock's time), or None."""
+        return min(self._backoff_until.values(), default=None)

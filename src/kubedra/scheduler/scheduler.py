@@ -1,20 +1,30 @@
 """The scheduling loop: pending pods in, claims allocated and pods bound out.
 
 One cycle per pod, as the kube-scheduler's DynamicResources plugin runs it: resolve the
-pod's claims (generating them from templates), filter nodes, run the allocator for all of
-the pod's claims on candidate nodes in the policy's order, score, reserve (the devices are
-taken in memory at once, so the next pod sees them), then write: each claim's finalizer,
-then `status.allocation` + `reservedFor` (upstream's PreBind), then the binding (Bind:
-`spec.nodeName` and the PodScheduled condition, the pod's uid as precondition; a refused
-binding undoes the reservations, as upstream's Unreserve). Claim writes happen inside one
-store transaction together with the refresh that precedes allocation, so two schedulers on
-one store never allocate from the same stale view; a scheduler that dies after the claims
-are written and before the pod is bound leaves claims reserved for the pod, and the next
-cycle binds the pod to a node that their allocation admits, without allocating again.
+pod's claims, filter nodes, run the allocator for all of the pod's claims on candidate
+nodes in the policy's order, score, then *assume* (the chosen devices, and the pod's CPU
+and memory on its node, are taken in the scheduler's view at once, so the next pod never
+gets them) and write: each claim's finalizer, then `status.allocation` + `reservedFor`
+(upstream's PreBind), then the binding (Bind: `spec.nodeName` and the PodScheduled
+condition, the pod's uid as precondition). A write that fails gives the assumed devices
+back; a refused binding also drops the pod's reservations (upstream's Unreserve).
+
+The view comes from a feed (`feed.py`): the embedded store's change log, read inside the
+store's transaction so that two schedulers on one file never allocate from a stale view;
+or, on a cluster, watch-fed caches, where replicas elect one leader instead (`runner.py`),
+and the binding cycle runs in the background while the next pod is placed (`plan`,
+`write`, `finish`). A scheduler that dies after the claims are written and before the pod
+is bound leaves claims reserved for the pod; the next cycle binds the pod to a node that
+their allocation admits, without allocating again.
+
+On the embedded store the scheduler also does the resourceclaim controller's part
+(`claim_controller`): it generates claims from templates and frees claims of pods that
+ended. On a cluster, kube-controller-manager does that, and the scheduler waits for it.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +41,9 @@ from kubedra.allocator import (
     NodeInfo,
     allocate,
 )
+from kubedra.allocator.explain import Unsatisfiable
 from kubedra.api.core import Namespace, Node, Pod
+from kubedra.api.kinds import KubeObjectT
 from kubedra.api.meta import KubeObject
 from kubedra.api.quantity import Quantity
 from kubedra.api.resource import (
@@ -44,9 +56,21 @@ from kubedra.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from kubedra.cluster.events import Event, LogRecorder, Recorder
+from kubedra.cluster.selectors import parse_label_selector
 from kubedra.cluster.sqlite import now_rfc3339
-from kubedra.cluster.store import Store, T, atomic, with_scheduled_condition
-from kubedra.errors import Conflict, NotFound, StoreError
+from kubedra.cluster.store import Store, WatchEvent, atomic, with_scheduled_condition
+from kubedra.errors import Conflict, KubedraError, NotFound
+from kubedra.scheduler.binding import (
+    FINALIZER,
+    MAX_RESERVED_FOR,
+    PATIENCE_S,
+    bind_pod,
+    reserve_claim,
+    reserved_for,
+    update_status_retrying,
+)
+from kubedra.scheduler.cache import Key, ObjectCache, key_of, rv_of
 from kubedra.scheduler.claims import (
     extended_resource_claim,
     extended_resource_classes,
@@ -56,6 +80,8 @@ from kubedra.scheduler.claims import (
     with_claim_status,
     with_extended_claim,
 )
+from kubedra.scheduler.feed import Feed, LogFeed
+from kubedra.scheduler.funnels import format_funnel
 from kubedra.scheduler.nodes import (
     Left,
     add_requests,
@@ -68,18 +94,48 @@ from kubedra.scheduler.nodes import (
 from kubedra.scheduler.policies import Candidate, Policy, make_policy
 from kubedra.scheduler.policies.base import refs_of
 from kubedra.scheduler.queue import SchedulingQueue, pod_key
+from kubedra.scheduler.sharing import OtherSchedulers
 from kubedra.scheduler.view import ClusterView
 
+log = logging.getLogger(__name__)
+
 SCHEDULER_NAMES = ("kubedra", "default-scheduler")
-FINALIZER = "resource.kubernetes.io/delete-protection"
-MAX_RESERVED_FOR = 256
 ENDED_PHASES = ("Succeeded", "Failed")
+# What the scheduler watches, in the order a first load lists it.
+FEED_KINDS: tuple[type[KubeObject], ...] = (
+    Node,
+    Namespace,
+    ResourceSlice,
+    DeviceTaintRule,
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    Pod,
+)
 # Kinds whose change can make an unschedulable pod fit (upstream's queueing hints).
 WAKING_KINDS = (ResourceSlice, ResourceClaim, DeviceClass, Node, DeviceTaintRule)
+EVENT_NOTE_DETAIL = "kubedra: "  # what FailedScheduling adds to kube-scheduler's summary
+
+__all__ = ["FINALIZER", "MAX_RESERVED_FOR"]
 
 
 class Unschedulable(Exception):
-    """The pod cannot be placed now; the message is what its PodScheduled condition says."""
+    """The pod cannot be placed now; the message is what its PodScheduled condition says,
+    the explanation what the FailedScheduling event adds (kubedra's funnel)."""
+
+    def __init__(self, message: str, explanation: str = "") -> None:
+        super().__init__(message)
+        self.explanation = explanation
+
+
+class Waiting(Unschedulable):
+    """The pod cannot be tried yet: a claim it needs does not exist yet (upstream's
+    PreEnqueue gate). No event; the claim's arrival wakes the pod. `quiet`: not even a
+    condition, for a claim the claim controller is about to create (a moment's wait)."""
+
+    def __init__(self, message: str, quiet: bool = False) -> None:
+        super().__init__(message)
+        self.quiet = quiet
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,17 +144,27 @@ class Outcome:
     node: str | None
     message: str = ""
     devices: tuple[str, ...] = ()
+    result: str = "scheduled"  # scheduled, unschedulable, waiting, error (metrics' labels)
 
 
-@dataclass
-class _Cache:
-    """The scheduler's view of the store, refreshed from its change log."""
+@dataclass(frozen=True)
+class Plan:
+    """A placement decided and assumed: what the binding cycle writes."""
 
-    rv: int = 0
-    objects: dict[str, dict[tuple[str, str], KubeObject]] = field(default_factory=dict)
+    pod: Pod
+    claims: list[ResourceClaim]
+    candidate: Candidate
+    started: float  # perf_counter at the start of the scheduling cycle
 
-    def of(self, cls: type[KubeObject]) -> dict[tuple[str, str], KubeObject]:
-        return self.objects.setdefault(cls.KIND, {})
+
+@dataclass(frozen=True)
+class Written:
+    """What a binding cycle's writes left: the claims written, and where it stopped."""
+
+    claims: list[ResourceClaim] = field(default_factory=list)
+    bound: Pod | None = None
+    stage: str = ""  # "claims" or "binding" when it failed there; "" when all went through
+    error: KubedraError | None = None
 
 
 class Scheduler:
@@ -113,14 +179,36 @@ class Scheduler:
         features: Features | None = None,
         strict_cel: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        feed: Feed | None = None,
+        claim_controller: bool = True,
+        node_selector: str = "",
+        shared_nodes: str = "refuse",
+        recorder: Recorder | None = None,
+        patience: float = PATIENCE_S,
     ) -> None:
+        """`feed`: where the view comes from (default: the store's change log).
+        `claim_controller`: also generate claims from templates and free claims of ended
+        pods (the embedded store; on a cluster kube-controller-manager does it).
+        `node_selector`: a label selector of the nodes this scheduler owns (default all).
+        `shared_nodes`: what to do with an owned node where another scheduler's pods hold
+        devices: "refuse" to allocate devices there (it would race), or only "warn"."""
         self.store = store
         self.policy = make_policy(policy) if isinstance(policy, str) else policy
         self.names = tuple(scheduler_names)
         self.features = features or Features()
         self.strict_cel = strict_cel
+        self.feed: Feed = feed or LogFeed(store, FEED_KINDS)
+        self.claim_controller = claim_controller
         self.queue = SchedulingQueue(clock=clock)
-        self._cache = _Cache()
+        self._owned = parse_label_selector(node_selector) if node_selector else None
+        if shared_nodes not in ("refuse", "warn"):
+            raise ValueError(f"shared_nodes must be refuse or warn, not {shared_nodes!r}")
+        self.recorder: Recorder = recorder or LogRecorder()
+        self.patience = patience
+        # Runs a write that nothing waits for (a PodScheduled condition): inline by default,
+        # a background pool when the runner sets one.
+        self.io: Callable[[Callable[[], object]], object] = lambda fn: fn()
+        self._cache = ObjectCache()
         self._inventory: Inventory | None = None
         self._view: ClusterView | None = None
         self._allocated: AllocatedState | None = None
@@ -134,6 +222,7 @@ class Scheduler:
         self._nodes: list[Node] | None = None
         self._nodes_by_name: dict[str, Node] = {}
         self._classes: dict[str, DeviceClass] | None = None
+        self.others = OtherSchedulers(self.names, self.queue.clock, shared_nodes == "refuse")
         self._static_fits: dict[bytes, list[str]] = {}
         # Claims signature -> nodes where those claims did not fit. Reserving devices only
         # removes options, so such a node stays infeasible until something is freed or
@@ -146,15 +235,18 @@ class Scheduler:
         # length of `_freed` then. Placing pods only takes resources away, so a pod like it
         # can only fit on a node freed since (an equivalence cache, as the kube-scheduler
         # once had, narrowed like upstream's queueing hints to what an event can change).
-        self._failed: dict[bytes, tuple[str, int]] = {}
+        self._failed: dict[bytes, tuple[Unschedulable, int]] = {}
         self._freed: list[str] = []  # nodes where devices, CPU or memory were freed, in order
+        # Claim (namespace, name) -> pods parked until it exists.
+        self._waiting: dict[Key, set[Key]] = {}
 
     # --- public -----------------------------------------------------------------------
 
     def run_once(self) -> list[Outcome]:
         """Try every pending pod that is due (not in backoff); returns what happened."""
         self.refresh()
-        self.release_ended()
+        if self.claim_controller:
+            self.release_ended()
         outcomes = []
         while (pod := self.queue.pop()) is not None:
             outcomes.append(self.schedule(pod))
@@ -167,86 +259,155 @@ class Scheduler:
                 time.sleep(idle_sleep)
 
     def schedule(self, pod: Pod) -> Outcome:
-        """One scheduling cycle for one pod."""
-        key = pod_key(pod)
+        """One scheduling cycle and its binding cycle, in order. On the embedded store the
+        refresh, the decision and the claim writes are one transaction."""
         try:
             with atomic(self.store):
                 self.refresh()
-                try:
-                    pod = self._current_pod(pod)
-                    claims = self._claims_of(pod)
-                    candidate = self._place(pod, claims)
-                except Unschedulable as why:
-                    # Inside the transaction, so that claims generated for the pod are
-                    # kept (committed) even though it cannot be placed now, as upstream.
-                    return self._unschedulable(pod, str(why))
-                self._write_claims(pod, claims, candidate)
+                plan = self.plan(pod)
+                if isinstance(plan, Outcome):
+                    return plan
+                written = self.write_claims(plan)
         except (Conflict, NotFound):
-            self._invalidate()
-            self.queue.unschedulable(pod)
-            return Outcome(f"{key[0]}/{key[1]}", None, "conflict: retried later")
+            return self.conflict(pod)
+        if not written.stage:
+            written = self.bind(plan, written)
+        return self.finish(plan, written)
+
+    def plan(self, pod: Pod) -> Plan | Outcome:
+        """The scheduling cycle: decide where the pod goes and assume it (its devices and
+        CPU are taken in the view); an Outcome when it cannot be placed now. Raises
+        Conflict/NotFound when a claim it generates raced another write."""
+        started = time.perf_counter()
+        current = self._current_pod(pod)
+        if current is None:
+            self.queue.remove(pod_key(pod))
+            return Outcome(_name(pod), None, "pod is no longer pending", result="error")
         try:
-            self._bind(pod, candidate.node)
-        except (Conflict, NotFound) as refused:
-            return self._unreserve(pod, claims, candidate.node, refused)
-        self.queue.scheduled(key)
-        self.policy.observe(len(candidate.refs))
-        return Outcome(
-            f"{key[0]}/{key[1]}", candidate.node, devices=tuple(str(r) for r in candidate.refs)
+            claims = self._claims_of(current)
+            candidate = self._place(current, claims)
+        except Waiting as why:
+            self.queue.park(current)
+            if not why.quiet:
+                self._set_condition(current, str(why))
+            return Outcome(_name(current), None, str(why), result="waiting")
+        except Unschedulable as why:
+            return self._unschedulable(current, why)
+        self._assume(current, claims, candidate)
+        return Plan(current, claims, candidate, started)
+
+    def write(self, plan: Plan) -> Written:
+        """The binding cycle's writes (no access to the view: it may run in another
+        thread while the next pod is planned)."""
+        written = self.write_claims(plan)
+        return written if written.stage else self.bind(plan, written)
+
+    def write_claims(self, plan: Plan) -> Written:
+        """Finalizer, then allocation + reservedFor, per claim not yet reserved for the pod."""
+        pod, done = plan.pod, list[ResourceClaim]()
+        consumer = ResourceClaimConsumerReference(
+            resource="pods", name=pod.name, uid=pod.metadata.uid or ""
         )
+        for claim, result in zip(plan.claims, plan.candidate.results, strict=True):
+            if _is_allocated(claim) and reserved_for(claim, consumer.uid):
+                continue  # written by an earlier cycle that died before binding
+            try:
+                done.append(
+                    reserve_claim(
+                        self.store,
+                        claim,
+                        result,
+                        consumer,
+                        allocate=not _is_allocated(claim),
+                        patience=self.patience,
+                    )
+                )
+            except KubedraError as err:
+                return Written(done, stage="claims", error=err)
+        return Written(done)
+
+    def bind(self, plan: Plan, written: Written) -> Written:
+        try:
+            bound = self._bind(plan.pod, plan.candidate.node)
+        except KubedraError as err:
+            return Written(written.claims, stage="binding", error=err)
+        return Written(written.claims, bound=bound)
+
+    def finish(self, plan: Plan, written: Written) -> Outcome:
+        """After the binding cycle: keep what was written in the view, give back what was
+        assumed and not written, and on failure do what upstream's Unreserve does."""
+        pod, node = plan.pod, plan.candidate.node
+        for claim in written.claims:
+            self._own.add(rv_of(claim))
+            self._cache.assume(claim, rv_of(claim))
+        if not written.stage:
+            self._assume_bound(pod, node, written.bound)
+            self.queue.scheduled(pod_key(pod))
+            self.policy.observe(len(plan.candidate.refs))
+            self.recorder.record(
+                Event(
+                    pod,
+                    "Normal",
+                    "Scheduled",
+                    "Binding",
+                    f"Successfully assigned {_name(pod)} to {node}",
+                )
+            )
+            return Outcome(_name(pod), node, devices=tuple(str(r) for r in plan.candidate.refs))
+        keys = {key_of(c) for c in written.claims}
+        for claim in plan.claims:
+            if key_of(claim) not in keys:
+                self._cache.restore(ResourceClaim, key_of(claim))
+        self._cache.restore(Pod, pod_key(pod))
+        self._invalidate()  # the devices, CPU and memory assumed are given back
+        assert written.error is not None
+        if written.stage == "binding":
+            return self._unreserve(pod, plan.claims, node, written.error)
+        self._drop_reservations(pod, plan.claims)
+        self.queue.unschedulable(pod)
+        if isinstance(written.error, (Conflict, NotFound)):
+            return Outcome(_name(pod), None, "conflict: retried later", result="error")
+        return Outcome(_name(pod), None, f"error: {written.error}", result="error")
 
     # --- refresh ----------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Bring the cache up to date with the store (a full load the first time)."""
+        """Bring the view up to date with the feed (a full load the first time)."""
+        events = self.feed.sync()
         if not self._loaded:
-            self._load_all()
-            return
-        events = self.store.changes(self._cache.rv)
-        if not events:
+            self._load(events)
             return
         woken = False
         for event in events:
             obj = event.obj
-            table = self._cache.of(type(obj))
-            k = (obj.namespace, obj.name)
-            before = table.pop(k, None) if event.type == "DELETED" else table.get(k)
-            if event.type != "DELETED":
-                table[k] = obj
-            self._cache.rv = event.resource_version
+            before = self._cache.of(type(obj)).get(key_of(obj))
+            if not self._cache.apply(event):
+                continue  # older than what this scheduler assumed: the view keeps its own
             if event.resource_version in self._own:
                 self._own.discard(event.resource_version)  # already applied when written
                 continue
-            if isinstance(obj, ResourceClaim) and not (
-                _is_allocated(obj) or (isinstance(before, ResourceClaim) and _is_allocated(before))
-            ):
-                continue  # a claim that holds no devices, before or after, changes no choice
+            if isinstance(obj, ResourceClaim):
+                self._claim_arrived(obj)
+                if not (
+                    _is_allocated(obj)
+                    or (isinstance(before, ResourceClaim) and _is_allocated(before))
+                ):
+                    continue  # a claim that holds no devices, before or after, changes no choice
             woken |= self._note_change(obj, event.type == "DELETED")
         if woken:
             self.queue.wake_all()
 
-    def _load_all(self) -> None:
-        rv = self.store.resource_version()
-        for cls in (
-            Node,
-            Namespace,
-            ResourceSlice,
-            DeviceTaintRule,
-            DeviceClass,
-            ResourceClaim,
-            ResourceClaimTemplate,
-            Pod,
-        ):
-            table = self._cache.of(cls)
-            for obj in self.store.list(cls):
-                table[(obj.namespace, obj.name)] = obj
-        self._cache.rv = rv
+    def _load(self, events: list[WatchEvent]) -> None:
+        for event in events:
+            self._cache.apply(event)
         self._loaded = True
         self._invalidate()
         for obj in self._cache.of(Pod).values():
             assert isinstance(obj, Pod)
             if self._is_pending(obj):
                 self.queue.add(obj)
+            elif not self.others.mine(obj):
+                self.others.changed(obj, _runs(obj))
 
     def _note_change(self, obj: KubeObject, deleted: bool) -> bool:
         """Update derived state for one changed object; True if pending pods may now fit."""
@@ -257,12 +418,15 @@ class Scheduler:
         if isinstance(obj, ResourceClaim):
             self._allocated = None
             self._view = None
+            self.others.changed()
             self._forget_infeasible()
         if isinstance(obj, DeviceClass):
             self._classes = None
             self._forget_infeasible()
         if isinstance(obj, Pod):
             ended = deleted or (obj.status is not None and obj.status.phase in ENDED_PHASES)
+            if not self.others.mine(obj):
+                self.others.changed(obj, not deleted and _runs(obj))
             if obj.spec.node_name:
                 self._usage = None  # a pending pod uses nothing on any node yet
                 self._touch(obj.spec.node_name)
@@ -270,14 +434,25 @@ class Scheduler:
                     self._note_freed({obj.spec.node_name})  # its CPU and memory
             if not deleted and self._is_pending(obj):
                 self.queue.add(obj)
+                self.queue.activate(pod_key(obj))  # a parked pod's claims may be recorded now
             else:
                 self.queue.remove(pod_key(obj))
             return ended
         return isinstance(obj, WAKING_KINDS)
 
+    def _claim_arrived(self, claim: ResourceClaim) -> None:
+        """Wake the pods parked until this claim existed (by name, or as its owner)."""
+        k = key_of(claim)
+        for pod in self._waiting.pop(k, set()):
+            self.queue.activate(pod)
+        for owner in claim.metadata.owner_references:
+            if owner.controller and owner.kind == "Pod":
+                self.queue.activate((claim.namespace, owner.name))
+
     def _invalidate(self) -> None:
         self._inventory = self._view = self._allocated = None
         self._usage = self._classes = self._nodes = None
+        self.others.changed()
         self._static_fits.clear()
         self._forget_infeasible()
 
@@ -306,12 +481,13 @@ class Scheduler:
             return None
         why, seen = failed
         if seen == len(self._freed):
-            raise Unschedulable(why)
+            raise Unschedulable(str(why), why.explanation)
         return set(self._freed[seen:])
 
-    def _mine(self, obj: T) -> T:
-        """Note a write of this scheduler, so refresh does not treat it as news."""
-        self._own.add(int(obj.metadata.resource_version or 0))
+    def _mine(self, obj: KubeObjectT) -> KubeObjectT:
+        """A write of this scheduler: in the view now, and not news when the feed brings it."""
+        self._own.add(rv_of(obj))
+        self._cache.assume(obj, rv_of(obj))
         return obj
 
     def _is_pending(self, pod: Pod) -> bool:
@@ -326,9 +502,15 @@ class Scheduler:
     # --- derived state ----------------------------------------------------------------
 
     def nodes(self) -> list[Node]:
-        """All nodes in name order (cached until a node changes)."""
+        """The nodes this scheduler owns (all, or those its node selector matches), in name
+        order (cached until a node changes)."""
         if self._nodes is None:
-            nodes = [n for n in self._cache.of(Node).values() if isinstance(n, Node)]
+            nodes = [
+                n
+                for n in self._cache.of(Node).values()
+                if isinstance(n, Node)
+                and (self._owned is None or self._owned.matches(n.metadata.labels))
+            ]
             self._nodes = sorted(nodes, key=lambda n: n.name)
             self._nodes_by_name = {n.name: n for n in self._nodes}
         return self._nodes
@@ -396,24 +578,33 @@ class Scheduler:
 
     # --- one cycle --------------------------------------------------------------------
 
-    def _current_pod(self, pod: Pod) -> Pod:
+    def _current_pod(self, pod: Pod) -> Pod | None:
         current = self._cache.of(Pod).get(pod_key(pod))
-        if not isinstance(current, Pod) or not self._is_pending(current):
-            raise Unschedulable("pod is no longer pending")
-        return current
+        return current if isinstance(current, Pod) and self._is_pending(current) else None
 
     def _claims_of(self, pod: Pod) -> list[ResourceClaim]:
-        """The pod's claims in `spec.resourceClaims` order, generating template claims."""
+        """The pod's claims in `spec.resourceClaims` order (generating template claims when
+        this scheduler is the claim controller; waiting for them otherwise)."""
         claims = []
         for entry in pod.spec.resource_claims:
             name = recorded_claim_name(pod, entry)
             if name is None and entry.resource_claim_template_name:
+                if not self.claim_controller:
+                    raise Waiting(
+                        f'waiting for the claim of "{entry.name}" to be created from template '
+                        f'"{entry.resource_claim_template_name}"',
+                        quiet=True,
+                    )
                 claim, pod = self._generate(pod, entry.name, entry.resource_claim_template_name)
                 claims.append(claim)
                 continue
             found = self._cache.of(ResourceClaim).get((pod.namespace, name or ""))
             if not isinstance(found, ResourceClaim):
-                raise Unschedulable(f'waiting for resource claim "{name}" to be created')
+                self._waiting.setdefault((pod.namespace, name or ""), set()).add(pod_key(pod))
+                raise Waiting(
+                    f'waiting for resource claim "{name}" to be created',
+                    quiet=bool(entry.resource_claim_template_name),
+                )
             if found.metadata.deletion_timestamp:
                 raise Unschedulable(f'resource claim "{name}" is being deleted')
             if entry.resource_claim_template_name and not is_owned_by(found, pod):
@@ -423,7 +614,8 @@ class Scheduler:
         return claims + ([extended] if extended is not None else [])
 
     def _extended_claim(self, pod: Pod) -> ResourceClaim | None:
-        """The claim for extended resources served by DRA classes (created on first need)."""
+        """The claim for extended resources served by DRA classes (created on first need,
+        by the scheduler, as upstream's)."""
         served = extended_resource_classes(self.classes().values())
         if not served:
             return None
@@ -436,9 +628,7 @@ class Scheduler:
         if claim is None:
             return None
         claim = self._mine(self.store.create(claim))
-        pod = self._mine(self.store.update_status(with_extended_claim(pod, claim, served)))
-        self._cache.of(ResourceClaim)[(claim.namespace, claim.name)] = claim
-        self._cache.of(Pod)[pod_key(pod)] = pod
+        self._mine(self.store.update_status(with_extended_claim(pod, claim, served)))
         return claim
 
     def _generate(self, pod: Pod, entry: str, template_name: str) -> tuple[ResourceClaim, Pod]:
@@ -448,8 +638,6 @@ class Scheduler:
         pod_entry = next(e for e in pod.spec.resource_claims if e.name == entry)
         claim = self._mine(self.store.create(generated_claim(pod, pod_entry, template)))
         pod = self._mine(self.store.update_status(with_claim_status(pod, entry, claim.name)))
-        self._cache.of(ResourceClaim)[(claim.namespace, claim.name)] = claim
-        self._cache.of(Pod)[pod_key(pod)] = pod
         return claim, pod
 
     def _place(self, pod: Pod, claims: list[ResourceClaim]) -> Candidate:
@@ -465,15 +653,17 @@ class Scheduler:
                     f'resource claim "{claim.name}" is in use by {MAX_RESERVED_FOR} pods'
                 )
         found: list[Candidate] = []
+        misses: list[Unsatisfiable] = []  # why the allocator refused nodes, for the event
         signature = _claims_signature(pod, claims)
         constraints, needs = _node_constraints(pod), pod_requests(pod)
         equivalent = signature + constraints + msgspec.json.encode(needs, enc_hook=str)
         only = self._retry_scope(equivalent)
         fitting = self._fitting_nodes(pod, constraints, needs, nodes, reasons, only)
+        unshared = self._unshared(fitting, reasons) if claims else fitting
         view = self.view()
         self.policy.prepare(pod, claims)
         infeasible = self._infeasible.setdefault(signature, set())
-        ranked = self.policy.rank_nodes(view, fitting, infeasible)
+        ranked = self.policy.rank_nodes(view, unshared, infeasible)
         # the same full list every time: resume at the cursor
         stable = ranked is fitting and only is None
         start = self._cursor.get(signature, 0) if stable else 0
@@ -486,7 +676,7 @@ class Scheduler:
                     reasons.get("cannot allocate all claims", 0) + 1
                 )
                 continue
-            here = self._candidates_on(pod, claims, nodes[name], reasons)
+            here = self._candidates_on(pod, claims, nodes[name], reasons, misses)
             if not here:
                 infeasible.add(name)
                 if stable and index == self._cursor.get(signature, 0):
@@ -495,10 +685,25 @@ class Scheduler:
             if len(found) >= self.policy.candidates:
                 break
         if not found:
-            why = _nowhere(len(nodes), reasons) if only is None else self._failed[equivalent][0]
+            why = (
+                Unschedulable(_nowhere(len(nodes), reasons), _explained(misses))
+                if only is None
+                else self._failed[equivalent][0]
+            )
             self._failed[equivalent] = (why, len(self._freed))
-            raise Unschedulable(why)
+            raise Unschedulable(str(why), why.explanation)
         return max(found, key=lambda c: self.policy.score(view, c))  # first best wins ties
+
+    def _unshared(self, fitting: list[str], reasons: dict[str, int]) -> list[str]:
+        """The nodes left to a pod with claims when this scheduler refuses nodes shared with
+        another scheduler (devices are not API objects: two schedulers can pick the same)."""
+        shared = self.shared_nodes() if self.others.refuse else {}
+        if not shared:
+            return fitting
+        kept = [n for n in fitting if n not in shared]
+        if len(kept) < len(fitting):
+            reasons["node(s) where another scheduler allocates devices"] = len(fitting) - len(kept)
+        return kept
 
     def _fitting_nodes(
         self,
@@ -512,17 +717,7 @@ class Scheduler:
         """Nodes (of `only`, when given) that pass the non-DRA filters for a pod needing
         `needs`; the request-independent part is cached per `_node_constraints` until nodes
         change."""
-        static = self._static_fits.get(constraints)
-        if static is None:
-            bare = msgspec.structs.replace(
-                pod, spec=msgspec.structs.replace(pod.spec, containers=(), init_containers=())
-            )
-            static = []
-            for node in nodes.values():
-                fit = filter_node(bare, node, {})
-                if fit.fits:
-                    static.append(node.name)
-            self._static_fits[constraints] = static
+        static = self._static_nodes(pod, constraints)
         excluded = len(nodes) - len(static)
         if excluded:
             reasons["node(s) didn't match Pod's node affinity/selector or taints"] = excluded
@@ -552,6 +747,22 @@ class Scheduler:
             self._left_cache, self._left_of = {}, sources
         return self._left_cache
 
+    def _static_nodes(self, pod: Pod, constraints: bytes) -> list[str]:
+        """The owned nodes a pod may go to by its node constraints alone (cached)."""
+        static = self._static_fits.get(constraints)
+        if static is None:
+            bare = msgspec.structs.replace(
+                pod, spec=msgspec.structs.replace(pod.spec, containers=(), init_containers=())
+            )
+            self.nodes()
+            static = [
+                node.name
+                for node in self._nodes_by_name.values()
+                if filter_node(bare, node, {}).fits
+            ]
+            self._static_fits[constraints] = static
+        return static
+
     def allocator_inputs(
         self, claims: Sequence[ResourceClaim], node: Node
     ) -> tuple[
@@ -570,7 +781,12 @@ class Scheduler:
         }
 
     def _candidates_on(
-        self, pod: Pod, claims: list[ResourceClaim], node: Node, reasons: dict[str, int]
+        self,
+        pod: Pod,
+        claims: list[ResourceClaim],
+        node: Node,
+        reasons: dict[str, int],
+        misses: list[Unsatisfiable] | None = None,
     ) -> list[Candidate]:
         """Allocate on one node once per device order the policy proposes."""
         view, out = self.view(), list[Candidate]()
@@ -586,6 +802,8 @@ class Scheduler:
             if allocation.results is None:
                 reason = allocation.unsatisfiable.summary if allocation.unsatisfiable else "no fit"
                 reasons[reason] = reasons.get(reason, 0) + 1
+                if misses is not None and allocation.unsatisfiable is not None:
+                    misses.append(allocation.unsatisfiable)
                 return out  # feasibility does not depend on the order: no other order fits
             new = [
                 r for r, c in zip(allocation.results, claims, strict=True) if not _is_allocated(c)
@@ -593,49 +811,71 @@ class Scheduler:
             out.append(Candidate(node.name, allocation.results, refs_of(new)))
         return out
 
-    def _write_claims(self, pod: Pod, claims: list[ResourceClaim], chosen: Candidate) -> None:
-        """Reserve in memory, then write finalizer and allocation + reservedFor per claim."""
+    def _assume(self, pod: Pod, claims: list[ResourceClaim], chosen: Candidate) -> None:
+        """Reserve: the claims as they will be written (allocated, reserved for the pod) and
+        the pod on its node go into the view now, before any write (upstream's in-flight
+        allocations), so the next pod never gets these devices or this CPU."""
         consumer = ResourceClaimConsumerReference(
             resource="pods", name=pod.name, uid=pod.metadata.uid or ""
         )
         for claim, result in zip(claims, chosen.results, strict=True):
             status = claim.status or ResourceClaimStatus()
-            if any(r.uid == consumer.uid for r in status.reserved_for) and status.allocation:
-                continue  # written by an earlier cycle that died before binding
-            if FINALIZER not in claim.metadata.finalizers:
-                meta = msgspec.structs.replace(
-                    claim.metadata, finalizers=(*claim.metadata.finalizers, FINALIZER)
+            if status.allocation is not None and reserved_for(claim, consumer.uid):
+                continue
+            finalizers = claim.metadata.finalizers
+            if status.allocation is None and FINALIZER not in finalizers:
+                finalizers = (*finalizers, FINALIZER)
+            self._cache.assume(
+                msgspec.structs.replace(
+                    claim,
+                    metadata=msgspec.structs.replace(claim.metadata, finalizers=finalizers),
+                    status=msgspec.structs.replace(
+                        status,
+                        allocation=status.allocation or result,
+                        reserved_for=(*status.reserved_for, consumer),
+                    ),
                 )
-                claim = self._mine(self.store.update(msgspec.structs.replace(claim, metadata=meta)))
-            new_allocation = status.allocation is None
-            status = msgspec.structs.replace(
-                status,
-                allocation=status.allocation or result,
-                reserved_for=(*status.reserved_for, consumer),
             )
-            claim = self._mine(
-                self.store.update_status(msgspec.structs.replace(claim, status=status))
-            )
-            self._cache.of(ResourceClaim)[(claim.namespace, claim.name)] = claim
-            if new_allocation:
+            if status.allocation is None:
                 self._reserve(result)
+        bound = msgspec.structs.replace(
+            pod, spec=msgspec.structs.replace(pod.spec, node_name=chosen.node)
+        )
+        self._cache.assume(bound)
+        if self._usage is not None:
+            add_requests(self._usage.setdefault(chosen.node, {}), pod)
+            self._left_cache.pop(chosen.node, None)
+        self._touch(chosen.node)
+
+    def _assume_bound(self, pod: Pod, node: str, bound: Pod | None) -> None:
+        """The binding went through: the view keeps the pod on its node until the feed shows
+        it (the API server answers a binding with a Status, not the pod)."""
+        if bound is not None:
+            self._mine(bound)
+            return
+        on_node = msgspec.structs.replace(
+            pod, spec=msgspec.structs.replace(pod.spec, node_name=node)
+        )
+        self._cache.assume(
+            on_node, shows=lambda seen: isinstance(seen, Pod) and seen.spec.node_name == node
+        )
 
     def _reserve(self, result: AllocationResult) -> None:
         if self._allocated is not None:
             self._allocated.reserve(result)
         self.view().reserve(refs_of([result]))
 
-    def _bind(self, pod: Pod, node: str) -> None:
+    def _bind(self, pod: Pod, node: str) -> Pod | None:
         """Bind through the store's `pods/binding`, after the claim writes (upstream's Bind
         after PreBind). The pod's uid is the precondition: the claims are reserved for this
         pod, not for whatever pod has its name by now."""
-        bound = self.store.bind(pod, node)
-        if bound is not None:
-            self._mine(bound)
-        if self._usage is not None:
-            add_requests(self._usage.setdefault(node, {}), pod)
-            self._left_cache.pop(node, None)
-        self._touch(node)
+        return bind_pod(self.store, pod, node, patience=self.patience)
+
+    def conflict(self, pod: Pod) -> Outcome:
+        """A write of the scheduling cycle raced another: back off, rebuild the views."""
+        self._invalidate()
+        self.queue.unschedulable(pod)
+        return Outcome(_name(pod), None, "conflict: retried later", result="error")
 
     def _touch(self, node: str) -> None:
         """Tell the view's readers (policies with per-node indexes) that what pods use on
@@ -644,26 +884,26 @@ class Scheduler:
             self._view.touch(node)
 
     def _unreserve(
-        self, pod: Pod, claims: list[ResourceClaim], node: str, refused: StoreError
+        self, pod: Pod, claims: list[ResourceClaim], node: str, refused: KubedraError
     ) -> Outcome:
         """Binding was refused: the pod was deleted, re-created under its name, or bound by
         someone else since its claims were written. As upstream's Unreserve, the pod's
-        reservations are dropped from those claims (a claim nobody else holds is freed, and
-        deleted if it was generated for a pod that is gone), and the pod that now has the
-        name, if any and pending, is queued afresh (the same pod backs off). Unless another
-        scheduler bound this very pod to `node` from these reservations (as after a crash):
-        then it is done."""
+        reservations are dropped from those claims (on the embedded store, a claim nobody
+        else holds is freed, and deleted if it was generated for a pod that is gone), and the
+        pod that now has the name, if any and pending, is queued afresh (the same pod backs
+        off). Unless another scheduler bound this very pod to `node` from these reservations
+        (as after a crash): then it is done."""
         key = pod_key(pod)
         self.refresh()
         current = self._cache.of(Pod).get(key)
-        name = f"{key[0]}/{key[1]}"
+        name = _name(pod)
         if (
             isinstance(current, Pod)
             and current.metadata.uid == pod.metadata.uid
             and current.spec.node_name == node
         ):
             self.queue.scheduled(key)
-            return Outcome(name, None, f"bound to {node} by another scheduler")
+            return Outcome(name, None, f"bound to {node} by another scheduler", result="error")
         self._drop_reservations(pod, claims)
         self.queue.remove(key)
         self.refresh()
@@ -672,12 +912,12 @@ class Scheduler:
             self.queue.add(current)
             if current.metadata.uid == pod.metadata.uid:
                 self.queue.unschedulable(current)
-        return Outcome(name, None, f"binding refused, retried: {refused}")
+        return Outcome(name, None, f"binding refused, retried: {refused}", result="error")
 
     def _drop_reservations(self, pod: Pod, claims: list[ResourceClaim]) -> None:
         pods = {p.metadata.uid: p for p in self._cache.of(Pod).values() if isinstance(p, Pod)}
         for claim in claims:
-            current = self._cache.of(ResourceClaim).get((claim.namespace, claim.name))
+            current = self._cache.of(ResourceClaim).get(key_of(claim))
             if isinstance(current, ResourceClaim) and current.status is not None:
                 held = current.status.reserved_for
                 live = tuple(r for r in held if r.uid != pod.metadata.uid)
@@ -685,19 +925,36 @@ class Scheduler:
                     self._release(current, live, pods)
         self._invalidate()  # allocations changed under the cached views
 
-    def _unschedulable(self, pod: Pod, message: str) -> Outcome:
+    def _unschedulable(self, pod: Pod, why: Unschedulable) -> Outcome:
+        """Back off; say why on the pod's PodScheduled condition, and in a FailedScheduling
+        event with kubedra's explanation (both only when the reason changed)."""
         self.queue.unschedulable(pod)
-        try:
-            current = self.store.get(Pod, pod.name, pod.namespace)
-            if not _has_condition(current, message):
-                self.store.update_status(
-                    with_scheduled_condition(
-                        current, "False", "Unschedulable", message, now_rfc3339()
-                    )
-                )
-        except (NotFound, Conflict):
-            pass
-        return Outcome(f"{pod.namespace}/{pod.name}", None, message)
+        message = str(why)
+        if not _has_condition(pod, message):
+            self._set_condition(pod, message)
+            note = f"{message} {EVENT_NOTE_DETAIL}{why.explanation}" if why.explanation else message
+            self.recorder.record(Event(pod, "Warning", "FailedScheduling", "Scheduling", note))
+        return Outcome(_name(pod), None, message, result="unschedulable")
+
+    def _set_condition(self, pod: Pod, message: str) -> None:
+        """PodScheduled=False with `message`, unless the pod says so already."""
+        if _has_condition(pod, message):
+            return
+        store = self.store
+
+        def write() -> None:
+            def change(current: Pod) -> Pod | None:
+                if current.spec.node_name or _has_condition(current, message):
+                    return None
+                stamp = now_rfc3339()
+                return with_scheduled_condition(current, "False", "Unschedulable", message, stamp)
+
+            try:
+                update_status_retrying(store, pod, change)
+            except KubedraError as err:  # gone, or the server away: the next attempt says it
+                log.debug("condition of pod %s not written: %s", _name(pod), err)
+
+        self.io(write)
 
     # --- deallocation -----------------------------------------------------------------
 
@@ -737,16 +994,17 @@ class Scheduler:
         pods: dict[str | None, Pod],
     ) -> bool:
         """Write the smaller reservedFor, or free the claim; True when it was freed. The
-        writes are this scheduler's own: the caller updates what depends on them."""
+        writes are this scheduler's own: the caller updates what depends on them. Where the
+        cluster's resourceclaim controller frees claims, only the reservations go (upstream's
+        Unreserve); it then frees or deletes the claim as it sees fit."""
         try:
-            if live and claim.status is not None:
-                self._mine(
-                    self.store.update_status(
-                        msgspec.structs.replace(
-                            claim, status=msgspec.structs.replace(claim.status, reserved_for=live)
-                        )
-                    )
+            if (live or not self.claim_controller) and claim.status is not None:
+                dropped = {r.uid for r in claim.status.reserved_for} - {r.uid for r in live}
+                smaller = update_status_retrying(
+                    self.store, claim, lambda c: _without_reservations(c, dropped)
                 )
+                if smaller is not None:
+                    self._mine(smaller)
                 return False
             cleared = self._mine(
                 self.store.update_status(msgspec.structs.replace(claim, status=None))
@@ -761,9 +1019,28 @@ class Scheduler:
             owners = [pods.get(o.uid) for o in cleared.metadata.owner_references if o.controller]
             if owners and all(not _runs(p) for p in owners):
                 self.store.delete(ResourceClaim, cleared.name, cleared.namespace)
-        except (Conflict, NotFound):
-            return False  # someone else changed it: the next refresh sees the new state
+        except KubedraError as err:  # changed by someone else, or the server away: the next
+            log.debug("claim %s not released: %s", claim.name, err)  # refresh sees the truth
+            return False
         return True
+
+    # --- sharing nodes with another scheduler ---------------------------------------
+
+    def shared_nodes(self) -> dict[str, str]:
+        """Owned nodes where another scheduler allocates devices (`sharing.py`)."""
+        placement = self.view().placement
+
+        def node_of(ref: DeviceRef) -> str | None:
+            where = placement.get(ref)
+            return where.node if where is not None else None
+
+        pods = {k: p for k, p in self._cache.of(Pod).items() if isinstance(p, Pod)}
+        return self.others.nodes(
+            pods,
+            self._claims(),
+            node_of,
+            lambda pod: self._static_nodes(pod, _node_constraints(pod)),
+        )
 
 
 _FREED_LOG_LIMIT = 4096
@@ -793,6 +1070,32 @@ def _claims_signature(pod: Pod, claims: Sequence[ResourceClaim]) -> bytes:
     return msgspec.json.encode(
         [pod.namespace, [(c.spec, c.status.allocation if c.status else None) for c in claims]],
         enc_hook=str,
+    )
+
+
+def _name(obj: KubeObject) -> str:
+    return f"{obj.namespace}/{obj.name}"
+
+
+def _explained(misses: Sequence[Unsatisfiable]) -> str:
+    """kubedra's explanation of a pod that fit nowhere: the allocator's funnel on the node
+    that came closest (the most devices left at the last stage)."""
+    with_funnels = [m for m in misses if m.funnels]
+    if not with_funnels:
+        return ""
+    best = max(with_funnels, key=lambda m: sum(f.counts[-1] for f in m.funnels))
+    funnels = "; ".join(format_funnel(f) for f in best.funnels)
+    return f"on node {best.node}, {best.summary}: {funnels}"
+
+
+def _without_reservations(claim: ResourceClaim, uids: set[str]) -> ResourceClaim | None:
+    if claim.status is None:
+        return None
+    kept = tuple(r for r in claim.status.reserved_for if r.uid not in uids)
+    if len(kept) == len(claim.status.reserved_for):
+        return None
+    return msgspec.structs.replace(
+        claim, status=msgspec.structs.replace(claim.status, reserved_for=kept)
     )
 
 

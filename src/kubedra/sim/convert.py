@@ -69,8 +69,10 @@ def gpu_device(node: NodeSpec, index: int, mode: Mode) -> dict[str, Any]:
         "attributes": {"index": {"int": index}, "productName": {"string": node.model}},
     }
     if mode == "dra":
+        # Published under the qualified name the claims request: upstream matches capacity
+        # requests to a device's capacity by the literal key.
         capacity: dict[str, Any] = {
-            MILLI_CAPACITY: {
+            MILLI_QUALIFIED: {
                 "value": str(MILLI),
                 "requestPolicy": {"default": str(MILLI), "validRange": {"min": "1", "step": "1"}},
             }

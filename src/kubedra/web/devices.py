@@ -120,7 +120,7 @@ def _counters_left(pool: Pool, allocated: AllocatedState) -> dict[str, dict[str,
     """Counter set -> counter -> what the pool's allocated devices leave of it (upstream's
     partitionable devices: every allocated device consumes its counters once)."""
     left = {name: dict(counters) for name, counters in pool.counter_sets.items()}
-    for entry in pool.all_devices:
+    for entry in [*(e for e, _ in pool.devices), *pool.other_devices]:
         if not allocated.is_allocated(entry.ref):
             continue
         for set_name, counters in entry.consumes:
@@ -159,7 +159,7 @@ def _shared_fill(entry: DeviceEntry, allocated: AllocatedState) -> float:
     ratios = [
         amount / cap.value.nanos
         for name, amount in consumed.items()
-        if (cap := entry.capacity.get(name, ("", None))[1]) is not None and cap.value.nanos > 0
+        if (cap := entry.capacity.get(name)) is not None and cap.value.nanos > 0
     ]
     return min(max(ratios), 1.0) if ratios else 1.0
 

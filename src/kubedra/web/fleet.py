@@ -169,12 +169,11 @@ def _expressions(selectors: Sequence[DeviceSelector]) -> Selection:
 
 def _admitter(facts: Facts, admission: Admission) -> Callable[[DeviceEntry], bool]:
     inventory = facts.scheduler.inventory()
-    features = facts.scheduler.features
 
     def passes(selection: Selection, entry: DeviceEntry) -> bool:
         try:
             return all(
-                inventory.matches(e, entry, strict=facts.strict, features=features)
+                inventory.matches(e, entry, strict=facts.strict)
                 for e in selection
             )
         except CelEvalError:

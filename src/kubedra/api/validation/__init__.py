@@ -19,7 +19,8 @@ from kubedra.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from kubedra.api.validation import core, names, resource
+from kubedra.api.validation import core, resource
+from kubedra.api.validation.meta import object_metadata, path_segments
 from kubedra.api.validation.report import Report
 from kubedra.errors import ObjectRef, Problem, ValidationError, errors_only
 
@@ -34,9 +35,6 @@ _RULES: dict[type[KubeObject], Callable[[Report, Any], None]] = {
     Namespace: lambda r, ns: None,
 }
 
-# Kinds whose names are RFC 1123 labels; every other kind uses a subdomain.
-_LABEL_NAMED = (Namespace,)
-
 
 def ref_of(obj: KubeObject) -> ObjectRef:
     return ObjectRef(obj.KIND, obj.namespace, obj.name or obj.metadata.generate_name or "")
@@ -45,11 +43,13 @@ def ref_of(obj: KubeObject) -> ObjectRef:
 def validate(obj: KubeObject) -> list[Problem]:
     """Every problem of one object (errors and warnings), in field order."""
     r = Report(ref_of(obj))
-    _metadata(r, obj)
+    object_metadata(r, obj)
     for field in obj.unknown_fields:
         if not field.silent:
             r.add(field.path, f'unknown field "{format_path(field.path)}"')
     _RULES[type(obj)](r, obj)
+    if not errors_only(r.problems):
+        path_segments(r, obj.metadata)
     return r.problems
 
 
@@ -58,26 +58,3 @@ def check(obj: KubeObject) -> None:
     errors = errors_only(validate(obj))
     if errors:
         raise ValidationError(errors)
-
-
-def _metadata(r: Report, obj: KubeObject) -> None:
-    meta = obj.metadata
-    check_name = names.dns_label if isinstance(obj, _LABEL_NAMED) else names.dns_subdomain
-    if not meta.name and not meta.generate_name:
-        r.required(("metadata", "name"), "name or generateName is required")
-    elif meta.name:
-        r.name(("metadata", "name"), meta.name, check_name)
-    if obj.NAMESPACED:
-        if meta.namespace:
-            r.name(("metadata", "namespace"), meta.namespace, names.dns_label)
-    elif meta.namespace:
-        r.forbidden(
-            ("metadata", "namespace"), f"{obj.KIND} is cluster-scoped: namespace must be empty"
-        )
-    for key, value in meta.labels.items():
-        r.name(("metadata", "labels", key), key, names.label_key)
-        detail = names.label_value(value)
-        if detail:
-            r.invalid(("metadata", "labels", key), value, detail)
-    for key in meta.annotations:
-        r.name(("metadata", "annotations", key), key, names.label_key)

@@ -51,8 +51,16 @@ def dns_subdomain(value: str, max_length: int = 253) -> str | None:
 
 
 def driver_name(value: str) -> str | None:
-    """A driver name: an RFC 1123 subdomain of at most 63 characters (CSI driver rules)."""
+    """A driver name as a driver should be named: a lower-case subdomain of at most 63
+    characters (CSI driver rules). The node driver holds its own name to it."""
     return dns_subdomain(value, limits.DRIVER_NAME_MAX_LENGTH)
+
+
+def api_driver_name(value: str) -> str | None:
+    """A driver name as the API server accepts it: `driver_name` in any case. Upstream's
+    rule checks the lower-cased name (a ResourceSlice with upper case in its driver is
+    stored, with a warning)."""
+    return driver_name(value.lower())
 
 
 @lru_cache(maxsize=65536)
@@ -69,14 +77,40 @@ def pool_name(value: str) -> str | None:
 
 @lru_cache(maxsize=65536)
 def qualified_name(value: str) -> str | None:
-    """Attribute and capacity names: `identifier` or `domain/identifier` (QualifiedName)."""
-    domain, slash, ident = value.rpartition("/")
-    if slash:
-        if not domain:
+    """Attribute and capacity names (map keys): `identifier` or `domain/identifier`, the
+    domain checked as a driver name (any case). Like upstream, a name with more than one
+    `/` is not checked at all (see `many_slashes`)."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return None
+    if len(parts) == 2:
+        if not parts[0]:
             return "the domain must not be empty"
-        detail = dns_subdomain(domain, limits.DEVICE_MAX_DOMAIN_LENGTH)
+        detail = api_driver_name(parts[0])
         if detail:
             return f"the domain {detail.replace('253', str(limits.DEVICE_MAX_DOMAIN_LENGTH))}"
+    return _identifier(parts[-1])
+
+
+@lru_cache(maxsize=65536)
+def fully_qualified_name(value: str) -> str | None:
+    """matchAttribute / distinctAttribute names: `domain/identifier`, the domain a lower-case
+    subdomain of at most 63 characters (upstream's declarative `k8s-resource-fully-qualified-
+    name` format, which, unlike the map-key rule, is case-sensitive)."""
+    if "/" not in value:
+        return "a fully qualified name must be a domain and a name separated by a slash"
+    parts = value.split("/")
+    if len(parts) > 2:
+        return None
+    if not parts[0]:
+        return "the domain must not be empty"
+    detail = dns_subdomain(parts[0], limits.DEVICE_MAX_DOMAIN_LENGTH)
+    if detail:
+        return f"the domain {detail.replace('253', str(limits.DEVICE_MAX_DOMAIN_LENGTH))}"
+    return _identifier(parts[1])
+
+
+def _identifier(ident: str) -> str | None:
     if not ident:
         return "the name must not be empty"
     if len(ident) > limits.DEVICE_MAX_ID_LENGTH:
@@ -86,11 +120,15 @@ def qualified_name(value: str) -> str | None:
     return None
 
 
-def fully_qualified_name(value: str) -> str | None:
-    """matchAttribute / distinctAttribute names: a qualified name that includes its domain."""
-    if "/" not in value:
-        return "a fully qualified name must be a domain and a name separated by a slash"
-    return qualified_name(value)
+def many_slashes(value: str) -> str | None:
+    """A warning for a qualified name with more than one `/`: upstream accepts it today (its
+    validation documents the gap as a TODO) and may refuse it in a later release."""
+    if value.count("/") > 1:
+        return (
+            "has more than one '/': the API server accepts it today, but it is no valid "
+            "qualified name (`domain/name`) and a later release may refuse it"
+        )
+    return None
 
 
 @lru_cache(maxsize=65536)
@@ -133,15 +171,16 @@ def version_value(value: str) -> str | None:
 
 
 def extended_resource_name(value: str) -> str | None:
-    """Extended resources (`example.com/gpu`): a label key with a domain, outside kubernetes.io."""
-    detail = label_key(value)
-    if detail:
-        return detail
-    domain = value.rpartition("/")[0]
-    reserved = not domain or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
-    if reserved and not value.startswith("deviceclass.resource.kubernetes.io/"):
-        return "must be a valid extended resource name: a domain-prefixed name, not kubernetes.io"
-    return None
+    """Extended resources (`example.com/gpu`), by upstream's declarative rule: a domain-
+    prefixed name, nothing under `kubernetes.io/`, not `requests.`-prefixed, and a valid
+    label key once quota's `requests.` is put in front."""
+    if "/" not in value:
+        return "a name must be a domain-prefixed path, such as 'example.com/my-prop'"
+    if "kubernetes.io/" in value:
+        return 'must not have "kubernetes.io/" domain'
+    if value.startswith("requests."):
+        return 'must not have "requests." prefix'
+    return label_key(f"requests.{value}")
 
 
 def share_id(value: str) -> str | None:

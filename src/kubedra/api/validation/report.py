@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Sized
 from typing import Any
 
+from kubedra.api.bounds import INT64_MAX, INT64_MIN
 from kubedra.api.codec import format_path
 from kubedra.errors import ObjectRef, Problem, Severity
 
@@ -52,6 +53,16 @@ class Report:
     def too_long(self, path: Path, limit: int) -> None:
         self.add(path, f"Too long: may not be more than {limit} bytes")
 
+    def int64(self, path: Path, value: int | None, struct: str) -> bool:
+        """An int64 field of the Go type `struct`: a number beyond int64 fails upstream's
+        JSON decoding (worded as encoding/json words it), before any validation rule."""
+        if value is None or INT64_MIN <= value <= INT64_MAX:
+            return True
+        field = ".".join(s for s in path if isinstance(s, str))
+        self.add(path, f"json: cannot unmarshal number {value} into Go struct field "
+                       f"{struct}.{field} of type int64")  # fmt: skip
+        return False
+
     def within(self, path: Path, items: Sized, limit: int) -> bool:
         """Report a list or map over its limit; False means: skip checking its entries."""
         if len(items) > limit:
@@ -71,12 +82,17 @@ class Report:
             if required:
                 self.required(path)
             return
+        self.valid(path, value, check)
+
+    def valid(self, path: Path, value: str, check: Callable[[str], str | None]) -> None:
+        """A value the check must accept, the empty string included."""
         detail = check(value)
         if detail:
             self.invalid(path, value, detail)
 
     def unique(self, path: Path, values: Iterable[str], field: str | None = None) -> None:
-        """Report each repeated value of a list (at its index, and `.field` when keyed)."""
+        """Report each repeated value of a list at its item (upstream's list-map rule), or
+        at the item's `field` (core/v1's rule for container and claim names)."""
         seen: set[str] = set()
         for i, value in enumerate(values):
             if value in seen:

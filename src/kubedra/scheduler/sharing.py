@@ -1,0 +1,112 @@
+"""Where other schedulers allocate devices on the nodes this scheduler owns.
+
+Devices are no API objects: two schedulers that allocate from one node's slices can each
+see a device free in a cache that has not yet seen the other's claim, and both take it.
+Upstream supports one scheduler per node's devices (kubernetes#128980). kubedra tells which
+of its nodes another scheduler uses: where that scheduler's pods hold devices, and where its
+pending pods with claims may land while it is placing them. A pod its scheduler left pending
+for RACE_WINDOW_S seconds is not being placed now, so a pod that fits nowhere does not keep
+the nodes it could go to from kubedra for ever.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from kubedra.allocator import DeviceRef
+from kubedra.api.core import Pod
+from kubedra.api.resource import ResourceClaim
+from kubedra.scheduler.cache import Key
+from kubedra.scheduler.queue import pod_key
+
+log = logging.getLogger(__name__)
+RACE_WINDOW_S = 30.0  # another scheduler places a pending pod within this, or has not yet
+
+
+def scheduler_of(pod: Pod) -> str:
+    return pod.spec.scheduler_name or "default-scheduler"
+
+
+@dataclass
+class OtherSchedulers:
+    """The owned nodes other schedulers allocate on (node -> a scheduler's name), kept
+    until a pod of theirs or a claim changes, or a pending pod of theirs ages out."""
+
+    names: tuple[str, ...]  # this scheduler's names
+    clock: Callable[[], float]
+    refuse: bool
+    seen: set[str] = field(default_factory=set)  # nodes ever reported (each logged once)
+    _pending: dict[Key, float] = field(default_factory=dict)  # their pending pods -> changed
+    _nodes: dict[str, str] | None = None
+    _until: float = 0.0
+
+    def mine(self, pod: Pod) -> bool:
+        return scheduler_of(pod) in self.names
+
+    def changed(self, pod: Pod | None = None, runs: bool = False) -> None:
+        """Something they may hold changed; `pod`: one of their pods (`runs`: not ended
+        or being deleted) changed."""
+        self._nodes = None
+        if pod is None:
+            return
+        if runs and not pod.spec.node_name and pod.spec.resource_claims:
+            self._pending[pod_key(pod)] = self.clock()
+        else:
+            self._pending.pop(pod_key(pod), None)
+
+    def nodes(
+        self,
+        pods: Mapping[Key, Pod],
+        claims: Iterable[ResourceClaim],
+        node_of: Callable[[DeviceRef], str | None],
+        may_go: Callable[[Pod], Iterable[str]],
+    ) -> dict[str, str]:
+        """`node_of`: an owned device's node; `may_go`: the owned nodes a pod may land on."""
+        now = self.clock()
+        if self._nodes is not None and now < self._until:
+            return self._nodes
+        found = self._held(pods.values(), claims, node_of)
+        self._pending = {k: t for k, t in self._pending.items() if now - t < RACE_WINDOW_S}
+        self._until = min(self._pending.values(), default=now) + RACE_WINDOW_S
+        for k in self._pending:
+            pod = pods.get(k)
+            if pod is not None:
+                for node in may_go(pod):
+                    found.setdefault(node, scheduler_of(pod))
+        for node in sorted(set(found) - self.seen):
+            log.warning(
+                "node %s: %s allocates devices here too; %s",
+                node,
+                found[node],
+                "kubedra leaves its devices alone (it would race)"
+                if self.refuse
+                else "two schedulers may pick the same device (--shared-nodes=warn)",
+            )
+        self.seen |= set(found)
+        self._nodes = found
+        return found
+
+    def _held(
+        self,
+        pods: Iterable[Pod],
+        claims: Iterable[ResourceClaim],
+        node_of: Callable[[DeviceRef], str | None],
+    ) -> dict[str, str]:
+        """Nodes where claims reserved for their pods hold devices."""
+        by_uid = {p.metadata.uid: p for p in pods}
+        held: dict[str, str] = {}
+        for claim in claims:
+            status = claim.status
+            if status is None or status.allocation is None:
+                continue
+            for consumer in status.reserved_for:
+                pod = by_uid.get(consumer.uid)
+                if pod is None or self.mine(pod):
+                    continue
+                for r in status.allocation.devices.results:
+                    node = node_of(DeviceRef(r.driver, r.pool, r.device))
+                    if node is not None:
+                        held[node] = scheduler_of(pod)
+        return held

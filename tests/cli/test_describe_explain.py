@@ -1,0 +1,115 @@
+"""`describe` with relationships and events, `explain pod` on a bound pod, `devices` with
+admin access: through the real entry point on a store the catalog's profiles fill."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_lint import kubedra
+from tests.conftest import REPO
+
+
+@pytest.fixture
+def placed(tmp_path: Path, seed_dir: Path) -> str:
+    """Two H100 nodes and two L4 nodes, the seed applied and scheduled."""
+    store = str(tmp_path / "s.db")
+    for args in (["cluster", "create", "--node-profile", "h100x8=2", "--node-profile", "l4x4=2"],
+                 ["apply", "-f", str(seed_dir)], ["schedule"]):
+        run = kubedra("--store", store, *args)
+        assert run.returncode == 0, run.stderr
+    return store
+
+
+def _section(text: str, title: str) -> list[str]:
+    """The lines of a describe section, its title line excluded."""
+    lines = text.splitlines()
+    start = lines.index(f"{title}:") + 1
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("  ")), len(lines))
+    return lines[start:end]
+
+
+def test_describe_pod_shows_its_claims_and_scheduling_event(placed: str) -> None:
+    out = kubedra("--store", placed, "describe", "pod", "vllm-inference").stdout
+    claims = [line.split() for line in _section(out, "Resource Claims")]
+    assert claims == [["NAME", "CLAIM", "STATE", "DEVICES"],
+                      ["gpu-claim", "vllm-gpu-claim", "allocated,reserved", "h100x8-0/gpu-0"]]
+    events = _section(out, "Events")
+    assert events[0].split() == ["TYPE", "REASON", "AGE", "FROM", "MESSAGE"]
+    assert events[1].split()[:2] == ["Normal", "Scheduled"]
+    assert events[1].endswith("default-scheduler   Successfully assigned default/vllm-inference to h100x8-0")
+
+
+def test_describe_claim_shows_devices_consumers_and_users(placed: str) -> None:
+    out = kubedra("--store", placed, "describe", "rc", "vllm-gpu-claim").stdout
+    assert [line.split() for line in _section(out, "Allocated Devices")][1] == [
+        "gpu", "gpu.nvidia.com", "h100x8-0", "gpu-0"]
+    assert _section(out, "Reserved For")[1].split()[0] == "pods/vllm-inference"
+    assert [line.split() for line in _section(out, "Used By")][1] == [
+        "pod/vllm-inference", "gpu-claim", "Scheduled", "h100x8-0"]
+    reasons = [line.split()[1] for line in _section(out, "Events")[1:]]
+    assert reasons == ["Allocated", "Reserved"]
+
+
+def test_describe_pending_pod_shows_failed_scheduling(tmp_path: Path, seed_dir: Path) -> None:
+    store = str(tmp_path / "s.db")
+    kubedra("--store", store, "cluster", "create", "--node-profile", "l4x4=1")
+    kubedra("--store", store, "apply", "-f", str(seed_dir))
+    kubedra("--store", store, "schedule")
+    out = kubedra("--store", store, "describe", "po", "vllm-inference").stdout
+    assert [line.split()[2] for line in _section(out, "Resource Claims")[1:]] == ["pending"]
+    (event,) = _section(out, "Events")[1:]
+    assert event.split()[:2] == ["Warning", "FailedScheduling"] and "0/1 nodes are available" in event
+    claim = kubedra("--store", store, "describe", "rc", "vllm-gpu-claim").stdout
+    assert "Allocated Devices: <none>" in claim and "Events:       <none>" in claim
+
+
+def test_explain_bound_pod_names_devices_why_and_funnel(placed: str) -> None:
+    run = kubedra("--store", placed, "explain", "pod", "vllm-inference")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[:4] == [
+        "pod default/vllm-inference: bound to h100x8-0",
+        "devices:",
+        "  vllm-gpu-claim/gpu: gpu.nvidia.com/h100x8-0/gpu-0 (NVIDIA H100 80GB HBM3, 81559Mi)",
+        '    why: DeviceClass high-memory-gpu selects device.capacity["memory"].isGreaterThan(quantity("40Gi"))',
+    ]
+    assert lines[4].startswith("  placement: h100x8-0 is 1 of 2 node(s) that fit, with devices that fit: 8 for gpu")
+    # The pod's own GPU counts as free: the funnel is the one the scheduler saw.
+    assert lines[5:] == [
+        "funnel per node group, as the scheduler saw it before the bind:",
+        "  2 node(s) [h100x8-0, h100x8-1]: fits",
+        "    gpu (need 1): 12 in pools -> 8 class selectors -> 8 request selectors -> 8 untainted -> 8 free -> 8 fit",
+        "  2 node(s) [l4x4-0, l4x4-1]: cannot allocate all claims",
+        "    gpu (need 1): 4 in pools -> 0 class selectors -> 0 request selectors -> 0 untainted -> 0 free -> 0 fit",
+    ]
+
+
+def test_devices_free_counts_admin_access_as_not_consuming(tmp_path: Path) -> None:
+    store = str(tmp_path / "s.db")
+    kubedra("--store", store, "cluster", "create", "--node-profile", "h100x8=1")
+    applied = kubedra("--store", store, "apply", "-f", str(REPO / "examples" / "admin-access"))
+    assert applied.returncode == 0, applied.stderr
+    assert "-> h100x8-0" in kubedra("--store", store, "schedule").stdout
+    devices = json.loads(kubedra("--store", store, "devices", "--free", "-o", "json").stdout)
+    gpus = [d for d in devices if d["driver"] == "gpu.nvidia.com"]
+    assert len(gpus) == 8
+    assert all(d["heldBy"] is None and len(d["adminAccessBy"]) == 1 for d in gpus)
+    table = kubedra("--store", store, "devices", "--node", "h100x8-0").stdout.splitlines()
+    gpu_rows = [line for line in table if "gpu.nvidia.com" in line]
+    assert all(line.endswith("(admin access)") for line in gpu_rows) and len(gpu_rows) == 8
+
+
+def test_explain_bound_pod_with_a_generated_claim_and_subrequests(tmp_path: Path) -> None:
+    store = str(tmp_path / "s.db")
+    kubedra("--store", store, "cluster", "create", "--node-profile", "l4x4=1", "--node-profile", "h100x8=1")
+    kubedra("--store", store, "apply", "-f", str(REPO / "examples" / "first-available"))
+    kubedra("--store", store, "schedule")
+    lines = kubedra("--store", store, "explain", "pod", "inference").stdout.splitlines()
+    assert lines[0] == "pod default/inference: bound to h100x8-0"
+    assert lines[2].startswith("  inference-gpu-") and lines[2].endswith(
+        "/gpu/h100: gpu.nvidia.com/h100x8-0/gpu-0 (NVIDIA H100 80GB HBM3, 81559Mi)")
+    assert lines[3].endswith('; the request adds device.attributes["gpu.nvidia.com"].productName.contains("H100")')
+    assert "devices that fit: 8 for gpu/h100, 0 for gpu/l4" in lines[4]
