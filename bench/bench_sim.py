@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from bench.harness import Row
+from bench.harness import Row, sized
 from kubedra.sim.engine import run_replay, run_saturate
 from kubedra.sim.trace import (
     OPENB_DIR,
@@ -23,7 +23,8 @@ from kubedra.sim.trace import (
     sample_cluster,
 )
 
-SLICE = 1000
+SLICE = sized(1000, 100)
+REPLAY_S = sized(3600, 360)  # seconds of replay arrivals
 POLICIES = ("first-fit", "fragmentation", "device-plugin")
 
 
@@ -55,7 +56,7 @@ def run() -> list[Row]:
 
 def _replay(cluster: Cluster, workload: Workload) -> Row:
     small = sample_cluster(cluster, 1 / 16, seed=42)
-    stream = poisson_stream(workload, small.gpu_milli, 0.9, horizon_s=3600, seed=42)
+    stream = poisson_stream(workload, small.gpu_milli, 0.9, horizon_s=REPLAY_S, seed=42)
     start = time.perf_counter()
     result = run_replay(small, stream, "fragmentation")
     wall = time.perf_counter() - start
