@@ -54,3 +54,12 @@ def test_sim_replay_of_a_stream_at_a_load(tmp_path: Path) -> None:
     share = kubedra("sim", "run", "--policy", "first-fit", *args, "--out", str(tmp_path / "s"),
                     "--load", "1", "--cluster-share", "1.5")
     assert share.returncode == 2 and "--cluster-share" in share.stderr
+
+
+def test_sim_report_asks_for_its_output_and_names_a_missing_data_folder(tmp_path: Path) -> None:
+    unnamed = kubedra("sim", "report")
+    assert unnamed.returncode == 2 and "--out" in unnamed.stderr
+    missing = kubedra("sim", "report", "--out", str(tmp_path / "r.md"), "--data", str(tmp_path / "none"))
+    assert missing.returncode == 1 and missing.stderr.startswith("error: ")
+    assert str(tmp_path / "none") in missing.stderr and "Traceback" not in missing.stderr
+    assert not (tmp_path / "r.md").exists()

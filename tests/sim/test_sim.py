@@ -403,3 +403,95 @@ def test_seeds_table_reports_mean_and_sd() -> None:
     assert "| fragmentation-pack | 42 | 7.00 | 6.00 |" in table
     assert "| fragmentation-pack | mean ± sd | n/a | n/a |" in table  # one seed: no sd
     assert table.rstrip().endswith("| paper FGD | 10 seeds | 4.77 ± 0.11 | 4.61 ± 0.08 |")
+
+
+def test_standing_table_puts_ours_beside_the_paper_best_first_with_the_gap() -> None:
+    from kubedra.sim.engine import RunResult
+    from kubedra.sim.report import standing_table
+
+    runs = [RunResult(policy, "saturate", "w", seed, [], {"alloc_at_100": a, "alloc_at_130": b}, 1.0)
+            for policy, seed, a, b in (("fragmentation", 42, 95.0, 96.0), ("fragmentation", 43, 94.0, 95.0),
+                                       ("device-plugin", 42, 70.0, 75.0))]
+    paper = {"06-FGD": {"unalloc_gpu_pct_at_arrive100_mean": "4.77", "unalloc_gpu_pct_at_arrive100_std": "0.11",
+                        "unalloc_gpu_pct_at_arrive130_mean": "4.61", "unalloc_gpu_pct_at_arrive130_std": "0.08"}}
+    lines = standing_table(runs, paper).splitlines()
+    assert lines[2] == "| `fragmentation` | kubedra | 2 | 5.50 ± 0.71 | 4.50 ± 0.71 | +0.00 |"
+    assert lines[3] == "| 06-FGD | paper | 10 | 4.77 ± 0.11 | 4.61 ± 0.08 | +0.11 |"
+    assert lines[4] == "| `device-plugin` | kubedra | 1 | 30.00 | 25.00 | +20.50 |"
+
+
+def test_verdict_rule_accounts_for_the_standard_deviations() -> None:
+    from kubedra.sim.report import MEETS, MISSES, WITHIN_NOISE, verdict
+
+    assert verdict([4.5, 4.7], 4.61, 0.08, 10) == MEETS  # mean 4.60: at or below
+    # 4.70 over 4.61: the difference 0.09 is within 2 * sqrt(0.2828²/2 + 0.08²/10) = 0.41
+    assert verdict([4.5, 4.9], 4.61, 0.08, 10) == WITHIN_NOISE
+    # the same mean from tight seeds: 2 * sqrt(0.0071²/2 + 0.08²/10) = 0.053 < 0.09
+    assert verdict([4.695, 4.705], 4.61, 0.08, 10) == MISSES
+    # one seed: the paper's sd stands for ours, 2 * sqrt(0.08² + 0.08²/10) = 0.168
+    assert verdict([4.75], 4.61, 0.08, 10) == WITHIN_NOISE
+    assert verdict([4.80], 4.61, 0.08, 10) == MISSES
+
+
+def test_summary_rows_print_counts_as_integers() -> None:
+    from kubedra.sim.engine import RunResult
+    from kubedra.sim.report import COUNT_COLUMNS, summary_rows
+
+    summary = {"failed": 2559.0, "alloc_at_130": 95.5, "max_pending": 1234.0, "never_placed": 3.0,
+               "mean_pending": 12.345, "mean_idle_gpus": 1500.25}
+    saturate, replay = (summary_rows([RunResult("p", mode, "w", 1, [], summary, 1.0)])[0]  # type: ignore[arg-type]
+                        for mode in ("saturate", "replay"))
+    assert saturate["failed pods"] == "2,559" and saturate["alloc@130%"] == "95.50"
+    assert replay["max pending"] == "1,234" and replay["never placed"] == "3"
+    assert replay["mean pending"] == "12.35" and replay["mean idle GPUs"] == "1,500.2"
+    # the class: every column that counts pods is in COUNT_COLUMNS
+    assert {"failed", "max_pending", "never_placed"} <= COUNT_COLUMNS
+
+
+def test_replay_plot_spans_the_arrival_window_not_the_drain() -> None:
+    from kubedra.sim.report import replay_axis
+
+    w = Workload((task("a", 1, 1000, t0=0, t1=40 * 86400), task("b", 1, 1000, t0=3 * 3600, t1=4 * 3600)), "w")
+    r = run_replay(NODES, w, "first-fit")
+    assert r.rows[-1]["time_s"] == 40 * 86400  # the run goes on until the last pod leaves
+    assert replay_axis([r]) == ("hours", 3600.0, (0.0, 3.0))
+    long = Workload((task("a", 1, 1000, t0=0, t1=10), task("b", 1, 1000, t0=5 * 86400, t1=6 * 86400)), "w")
+    assert replay_axis([run_replay(NODES, long, "first-fit")]) == ("days", 86400.0, (0.0, 5.0))
+
+
+def test_sim_report_max_pods_bounds_the_replay_and_figures_go_beside_out(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from kubedra.sim.cli import sim_report
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "openb_node_list_gpu_node.csv").write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\nnode-a,8000,32768,2,T4\nnode-b,8000,32768,2,T4\n")
+    (data / "openb_pod_list_default.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+        + "".join(f"p{i},1000,1024,1,500,,LS,Running,{i},{i + 50},{i}\n" for i in range(6)))
+    out = sim_report(tmp_path / "doc" / "results.md", data_dir=data, seed=1, seeds=(1,), max_pods=2,
+                     variants=(("openb_pod_list_default", "default", ("first-fit",)),),
+                     replay_policies=("first-fit",), replay_share=1.0, replay_horizon_h=0.01,
+                     jobs=1, progress=False, echo=lambda _: None)
+    md = out.read_text()
+    replay = md.split("## Replay with departures")[1]
+    assert "first 2 arrivals (PREFIX)" in replay and "the trace's distribution: 2 pods" in replay
+    assert "2 arrivals (first 2 arrivals (PREFIX)" in md
+    assert (tmp_path / "doc" / "figures" / "openb_pod_list_default-replay.png").is_file()
+
+
+def test_runs_show_progress_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setenv("KUBEDRA_PROGRESS_DELAY", "0")
+    w = Workload(tuple(task(f"t{i}", 1, 500) for i in range(3)), "w")
+    shown, piped = Terminal(), io.StringIO()
+    run_saturate(NODES, w, "first-fit", progress=shown)
+    run_saturate(NODES, w, "first-fit", progress=piped)
+    assert "first-fit, GPU allocated" in shown.getvalue() and shown.getvalue().endswith("\r\x1b[K")
+    assert piped.getvalue() == ""

@@ -9,6 +9,7 @@ import click
 
 from kubedra.cli.context import fails_cleanly
 from kubedra.sim.cli import sim_compare, sim_report, sim_run
+from kubedra.sim.trace import OPENB_DIR
 
 MODES = click.Choice(["saturate", "replay"])
 
@@ -80,11 +81,25 @@ def compare(policies: tuple[str, ...], jobs: int, **options: Any) -> None:
 
 
 @sim.command("report")
-@click.option("--out", default="docs/results.md", show_default=True)
-@click.option("--figures", default="docs/figures", show_default=True)
-@click.option("--max-pods", type=int, help="Only the first N arrivals per run (quick look).")
+@click.option(
+    "--out", required=True, help="The Markdown file to write (the repo's: docs/results.md)."
+)
+@click.option("--figures", help="Folder for the plots.  [default: figures/ beside --out]")
+@click.option(
+    "--data",
+    default=str(OPENB_DIR),
+    show_default=True,
+    help="Folder with the Alibaba openb trace (node and pod list CSVs).",
+)
+@click.option(
+    "--max-pods",
+    type=click.IntRange(min=1),
+    help="Only the first N arrivals of every run, the replay's too (a quick look).",
+)
+@click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Runs in parallel.")  # fmt: skip
 @fails_cleanly
-def report(out: str, figures: str, max_pods: int | None) -> None:
-    """Run the report's experiments and write docs/results.md with figures."""
-    path = sim_report(out, figures, max_pods=max_pods, echo=click.echo)
-    click.echo(f"wrote {path}")
+def report(out: str, figures: str | None, data: str, max_pods: int | None, jobs: int) -> None:
+    """Run the report's experiments and write --out with figures (a line counts the runs
+    on a terminal; the full report is about an hour on two cores)."""
+    sim_report(out, figures, data_dir=data, max_pods=max_pods, jobs=jobs, echo=click.echo)

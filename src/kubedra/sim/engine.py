@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -36,6 +37,7 @@ import msgspec
 
 from kubedra.api.core import Pod, PodStatus
 from kubedra.api.resource import ResourceClaim
+from kubedra.cli.progress import Progress
 from kubedra.cluster.sqlite import SqliteStore
 from kubedra.errors import NotFound
 from kubedra.scheduler.policies import Policy, make_policy
@@ -63,31 +65,12 @@ def parse_policy(name: str) -> tuple[convert.Mode, str]:
     return "dra", name
 
 
-@dataclass
-class Progress:
-    """A plain-text progress line on stderr, redrawn at most every `every` seconds."""
-
-    total: int
-    label: str = ""
-    stream: TextIO | None = None
-    every: float = 1.0
-    _last: float = 0.0
-    _start: float = field(default_factory=time.perf_counter)
-
-    def update(self, done: int, extra: str = "") -> None:
-        out = self.stream
-        if out is None:
-            return
-        now = time.perf_counter()
-        if now - self._last < self.every and done < self.total:
-            return
-        self._last = now
-        pct = 100.0 * done / self.total if self.total else 100.0
-        rate = done / max(now - self._start, 1e-9)
-        out.write(f"\r{self.label} {done}/{self.total} ({pct:5.1f}%) {rate:,.0f} pods/s {extra}")
-        if done >= self.total:
-            out.write("\n")
-        out.flush()
+def _progress(progress: TextIO | None, policy: str, total: int) -> Progress:
+    """The run's progress line (the CLI's: on a terminal only, erased at the end); none
+    without a stream."""
+    bar = Progress(policy, total, stream=progress or sys.stderr)
+    bar.enabled &= progress is not None
+    return bar
 
 
 @dataclass
@@ -272,9 +255,8 @@ def run_saturate(
     """FGD's experiment: arrivals in order, no departures; metrics at each 1 % arrived."""
     start = time.perf_counter()
     tasks = arrivals.tasks
-    bar = Progress(len(tasks), f"{policy:>20}", progress)
     rows: list[dict[str, float]] = []
-    with simulation(
+    with _progress(progress, policy, len(tasks)) as bar, simulation(
         cluster, policy, target=target or tasks, typical_threshold=typical_threshold, seed=seed
     ) as sim:
         cap = sim.state.capacity_milli
@@ -304,7 +286,8 @@ def run_saturate(
                 sim.record(outcome)
             arrived += sim.tasks[name].demand_milli
             record_upto(100.0 * arrived / cap if cap else 0.0)
-            bar.update(i + 1, f"alloc {100 * sim.state.allocation_ratio:5.1f}%")
+            alloc = f"{policy}, GPU allocated {100 * sim.state.allocation_ratio:.1f} %"
+            bar.update(i + 1, label=alloc)
         final = sim.snapshot()
         placed = len(sim.placements)
     summary = {
@@ -346,14 +329,13 @@ def run_replay(
     for t in tasks:
         events.append((t.creation, 1, t.name))
     events.sort()
-    bar = Progress(len(tasks), f"{policy:>20}", progress)
     rows: list[dict[str, float]] = []
     delays: list[float] = []
     bound_at: dict[str, float] = {}
     import heapq
 
     ends: list[tuple[float, str]] = []
-    with simulation(
+    with _progress(progress, policy, len(tasks)) as bar, simulation(
         cluster, policy, target=tasks, typical_threshold=typical_threshold, seed=seed
     ) as sim:
         arrived = 0
@@ -393,7 +375,7 @@ def run_replay(
                     "running": float(len(sim.placements)),
                 }
             )
-            bar.update(arrived, f"t={now / 86400:6.1f}d pending {sim.pending()}")
+            bar.update(arrived, label=f"{policy}, {now / 3600:.1f} h, {sim.pending()} pending")
             if i >= n_events and sim.pending() and not ends:
                 break  # nothing will ever free room for the rest
         unplaced = sim.pending()
@@ -410,6 +392,8 @@ def run_replay(
         "delay_p50_s": percentile(delays, 50),
         "delay_p99_s": percentile(delays, 99),
         "mean_idle_gpus": _time_weighted(rows, "idle_gpus", *window),
+        "arrivals_from_s": window[0],
+        "arrivals_to_s": window[1],
     }
     if len(rows) > max_rows:
         stride = math.ceil(len(rows) / max_rows)

@@ -117,20 +117,25 @@ def plot_saturate(
 
 
 def plot_replay(results: Sequence[RunResult], path: Path, *, title: str = "") -> Path:
+    """Allocation and pending pods over the arrival window (a run goes on until its longest
+    pod leaves, weeks later: the drain would squeeze the window of interest to a spike)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    unit, per, (start, end) = replay_axis(results)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4))
     for r in results:
-        days = [row["time_s"] / 86400 for row in r.rows]
-        a1.plot(days, [row["alloc_pct"] for row in r.rows], label=r.policy, linewidth=1)
-        a2.plot(days, [row["pending"] for row in r.rows], label=r.policy, linewidth=1)
+        xs = [row["time_s"] / per for row in r.rows]
+        a1.plot(xs, [row["alloc_pct"] for row in r.rows], label=r.policy, linewidth=1)
+        a2.plot(xs, [row["pending"] for row in r.rows], label=r.policy, linewidth=1)
     a1.set_ylabel("GPU allocation ratio (%)")
     a2.set_ylabel("pending pods")
     for a in (a1, a2):
-        a.set_xlabel("simulated time (days)")
+        a.set_xlabel(f"simulated time ({unit}; the arrival window)")
+        if end > start:
+            a.set_xlim(start, end)
         a.grid(alpha=0.3)
         a.legend(fontsize=7)
     a1.set_title(title or "replay")
@@ -139,6 +144,15 @@ def plot_replay(results: Sequence[RunResult], path: Path, *, title: str = "") ->
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def replay_axis(results: Sequence[RunResult]) -> tuple[str, float, tuple[float, float]]:
+    """The replay plot's time unit, seconds per unit, and x range: the runs' arrival
+    window, in hours (days when it spans over two)."""
+    start = min((r.summary.get("arrivals_from_s", 0.0) for r in results), default=0.0)
+    end = max((r.summary.get("arrivals_to_s", 0.0) for r in results), default=0.0)
+    unit, per = ("days", 86400.0) if end - start > 2 * 86400 else ("hours", 3600.0)
+    return unit, per, (start / per, end / per)
 
 
 # --- tables -----------------------------------------------------------------------------
@@ -168,6 +182,10 @@ REPLAY_COLUMNS = (
 )
 
 
+# Columns that count pods: printed as integers, never `2,559.0`.
+COUNT_COLUMNS = frozenset({"failed", "max_pending", "never_placed"})
+
+
 def summary_rows(results: Sequence[RunResult]) -> list[dict[str, str]]:
     out = []
     for r in results:
@@ -177,10 +195,17 @@ def summary_rows(results: Sequence[RunResult]) -> list[dict[str, str]]:
         cols = SATURATE_COLUMNS if r.mode == "saturate" else REPLAY_COLUMNS
         row = {"policy": r.policy}
         for key, label in cols[1:]:
-            v = values.get(key, math.nan)
-            row[label] = "n/a" if math.isnan(v) else f"{v:,.1f}" if abs(v) >= 100 else f"{v:.2f}"
+            row[label] = _cell(values.get(key, math.nan), key in COUNT_COLUMNS)
         out.append(row)
     return out
+
+
+def _cell(value: float, count: bool) -> str:
+    if math.isnan(value):
+        return "n/a"
+    if count:
+        return f"{round(value):,}"
+    return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.2f}"
 
 
 def text_table(rows: Sequence[Mapping[str, str]]) -> str:
@@ -203,27 +228,6 @@ def markdown_table(rows: Sequence[Mapping[str, str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r.get(h, "") for h in header) + " |" for r in rows]
     return "\n".join(lines) + "\n"
-
-
-def paper_table(workload: str, results_dir: Path = FGD_RESULTS_DIR) -> str:
-    summary = paper_summary(workload, results_dir)
-    if not summary:
-        return "(the FGD results are not available here)\n"
-    rows = []
-    for policy, r in summary.items():
-        rows.append(
-            {
-                "paper policy": policy,
-                "unalloc@100% (mean±sd)": f"{r['unalloc_gpu_pct_at_arrive100_mean']}"
-                f" ± {r['unalloc_gpu_pct_at_arrive100_std']}",
-                "unalloc@130%": f"{r['unalloc_gpu_pct_at_arrive130_mean']}"
-                f" ± {r['unalloc_gpu_pct_at_arrive130_std']}",
-                "frag@50%": r["frag_gpu_pct_of_cluster_at_arrive50_mean"],
-                "frag@90%": r["frag_gpu_pct_of_cluster_at_arrive90_mean"],
-                "frag@100%": r["frag_gpu_pct_of_cluster_at_arrive100_mean"],
-            }
-        )
-    return markdown_table(rows)
 
 
 def by_policy(runs: Sequence[RunResult]) -> dict[str, list[RunResult]]:
@@ -277,7 +281,51 @@ def seeds_table(runs: Sequence[RunResult], paper: Mapping[str, str] | None) -> s
     return markdown_table(rows)
 
 
+def standing_table(runs: Sequence[RunResult], paper: Mapping[str, Mapping[str, str]]) -> str:
+    """Ours (mean ± sd over the seeds run) and the paper's policies (over its 10 seeds) by
+    unallocated GPU % at 130 % arrived, best first, each with its gap to the best."""
+    entries: list[tuple[float, dict[str, str]]] = []
+    for policy, mine in by_policy(runs).items():
+        unalloc = {k: [100.0 - r.summary[f"alloc_at_{k}"] for r in mine] for k in (100, 130)}
+        text = {k: _mean_sd(v) if len(v) > 1 else f"{v[0]:.2f}" for k, v in unalloc.items()}
+        row = {"policy": f"`{policy}`", "source": "kubedra", "seeds": str(len(mine))}
+        entries.append((statistics.mean(unalloc[130]), row | _unalloc_columns(text)))
+    for policy, r in paper.items():
+        text = {
+            k: f"{float(r[f'unalloc_gpu_pct_at_arrive{k}_mean']):.2f} ± "
+            f"{float(r[f'unalloc_gpu_pct_at_arrive{k}_std']):.2f}"
+            for k in (100, 130)
+        }
+        row = {"policy": policy, "source": "paper", "seeds": "10"} | _unalloc_columns(text)
+        entries.append((float(r["unalloc_gpu_pct_at_arrive130_mean"]), row))
+    if not entries:
+        return "(no runs)\n"
+    best = min(mean for mean, _ in entries)
+    entries.sort(key=lambda e: e[0])
+    return markdown_table([row | {"gap to best": f"+{mean - best:.2f}"} for mean, row in entries])
+
+
+def _unalloc_columns(text: Mapping[int, str]) -> dict[str, str]:
+    return {f"unalloc@{k}%": text[k] for k in (100, 130)}
+
+
 def _mean_sd(values: Sequence[float]) -> str:
     if len(values) < 2 or any(math.isnan(v) for v in values):
         return "n/a"
     return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
+# The verdict's rule: ours against the paper's FGD, by unallocated GPU % at 130 % arrived.
+MEETS, WITHIN_NOISE, MISSES = "meets", "is within noise of", "does NOT meet"
+
+
+def verdict(mine: Sequence[float], paper_mean: float, paper_sd: float, paper_seeds: int) -> str:
+    """MEETS when our mean is at or below the paper's; WITHIN_NOISE when it is above by at
+    most two standard errors of the difference of the means (sqrt(sd1²/n1 + sd2²/n2); with
+    one seed of ours, the paper's sd stands for ours); MISSES otherwise."""
+    ours = statistics.mean(mine)
+    if ours <= paper_mean:
+        return MEETS
+    sd = statistics.stdev(mine) if len(mine) > 1 else paper_sd
+    error = math.sqrt(sd**2 / len(mine) + paper_sd**2 / paper_seeds)
+    return WITHIN_NOISE if ours - paper_mean <= 2 * error else MISSES
