@@ -82,18 +82,11 @@ from kubedra.scheduler.claims import (
 )
 from kubedra.scheduler.feed import Feed, LogFeed
 from kubedra.scheduler.funnels import format_funnel
-from kubedra.scheduler.nodes import (
-    Left,
-    add_requests,
-    filter_node,
-    pod_requests,
-    resources_left,
-    shortfall,
-    wanted,
-)
+from kubedra.scheduler.nodes import add_requests, filter_node, pod_requests, shortfall, wanted
 from kubedra.scheduler.policies import Candidate, Policy, make_policy
 from kubedra.scheduler.policies.base import refs_of
 from kubedra.scheduler.queue import SchedulingQueue, pod_key
+from kubedra.scheduler.room import Room
 from kubedra.scheduler.sharing import OtherSchedulers
 from kubedra.scheduler.view import ClusterView
 
@@ -216,9 +209,7 @@ class Scheduler:
         self.policy.attach(self)
         self._own: set[int] = set()  # resourceVersions this scheduler wrote itself
         self._usage: dict[str, dict[str, Quantity]] | None = None
-        # What is left per node for pod requests, and the usage and nodes it was read from.
-        self._left_cache: dict[str, Left] = {}
-        self._left_of: tuple[object, object] = (None, None)
+        self._room = Room()  # what nodes have left for pod requests, and what fits
         self._nodes: list[Node] | None = None
         self._nodes_by_name: dict[str, Node] = {}
         self._classes: dict[str, DeviceClass] | None = None
@@ -726,26 +717,18 @@ class Scheduler:
         if not any(q.sign() > 0 for k, q in needs.items() if k in ("cpu", "memory")):
             return static
         # The static filters passed already: only the requests are left to check.
-        wants, fitting, left = wanted(needs), [], self._left()
+        wants = wanted(needs)
+        self._room.sync(nodes, self.node_usage())
+        if only is None:
+            return self._room.fitting(constraints, static, wants, reasons)
+        fitting = []
         for name in static:
-            room = left.get(name)
-            if room is None:
-                room = left[name] = resources_left(nodes[name], self.node_usage().get(name, {}))
-            reason = shortfall(wants, room)
+            reason = shortfall(wants, self._room.left(name))
             if reason:
                 reasons[reason] = reasons.get(reason, 0) + 1
             else:
                 fitting.append(name)
         return fitting
-
-    def _left(self) -> dict[str, Left]:
-        """What pods may still request per node (filled in as read), kept while the nodes
-        and what their pods use are the same objects."""
-        self.nodes()
-        sources = (self.node_usage(), self._nodes_by_name)
-        if any(a is not b for a, b in zip(sources, self._left_of, strict=True)):
-            self._left_cache, self._left_of = {}, sources
-        return self._left_cache
 
     def _static_nodes(self, pod: Pod, constraints: bytes) -> list[str]:
         """The owned nodes a pod may go to by its node constraints alone (cached)."""
@@ -844,7 +827,7 @@ class Scheduler:
         self._cache.assume(bound)
         if self._usage is not None:
             add_requests(self._usage.setdefault(chosen.node, {}), pod)
-            self._left_cache.pop(chosen.node, None)
+            self._room.changed(chosen.node)
         self._touch(chosen.node)
 
     def _assume_bound(self, pod: Pod, node: str, bound: Pod | None) -> None:
@@ -1028,6 +1011,9 @@ class Scheduler:
 
     def shared_nodes(self) -> dict[str, str]:
         """Owned nodes where another scheduler allocates devices (`sharing.py`)."""
+        known = self.others.known()
+        if known is not None:
+            return known  # without listing every pod and claim (once per pod placed)
         placement = self.view().placement
 
         def node_of(ref: DeviceRef) -> str | None:

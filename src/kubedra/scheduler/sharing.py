@@ -56,6 +56,13 @@ class OtherSchedulers:
         else:
             self._pending.pop(pod_key(pod), None)
 
+    def known(self, now: float | None = None) -> dict[str, str] | None:
+        """The nodes `nodes` found last while they still hold (None: it must look again);
+        cheap, unlike gathering `nodes`' arguments (every pod and claim)."""
+        if self._nodes is None or (self.clock() if now is None else now) >= self._until:
+            return None
+        return self._nodes
+
     def nodes(
         self,
         pods: Mapping[Key, Pod],
@@ -65,8 +72,9 @@ class OtherSchedulers:
     ) -> dict[str, str]:
         """`node_of`: an owned device's node; `may_go`: the owned nodes a pod may land on."""
         now = self.clock()
-        if self._nodes is not None and now < self._until:
-            return self._nodes
+        known = self.known(now)
+        if known is not None:
+            return known
         found = self._held(pods.values(), claims, node_of)
         self._pending = {k: t for k, t in self._pending.items() if now - t < RACE_WINDOW_S}
         self._until = min(self._pending.values(), default=now) + RACE_WINDOW_S
