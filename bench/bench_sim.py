@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from bench.harness import Row, sized
+from bench.harness import Row, quick, sized
 from kubedra.sim.engine import run_replay, run_saturate
 from kubedra.sim.trace import (
     OPENB_DIR,
@@ -20,11 +20,12 @@ from kubedra.sim.trace import (
     load_cluster,
     load_workload,
     poisson_stream,
+    prefix,
     sample_cluster,
 )
 
 SLICE = sized(1000, 100)
-REPLAY_S = sized(3600, 360)  # seconds of replay arrivals
+REPLAY_PODS = 150 if quick() else None  # quick: the replay's first arrivals only
 POLICIES = ("first-fit", "fragmentation", "device-plugin")
 
 
@@ -56,7 +57,9 @@ def run() -> list[Row]:
 
 def _replay(cluster: Cluster, workload: Workload) -> Row:
     small = sample_cluster(cluster, 1 / 16, seed=42)
-    stream = poisson_stream(workload, small.gpu_milli, 0.9, horizon_s=REPLAY_S, seed=42)
+    stream = prefix(
+        poisson_stream(workload, small.gpu_milli, 0.9, horizon_s=3600, seed=42), REPLAY_PODS
+    )
     start = time.perf_counter()
     result = run_replay(small, stream, "fragmentation")
     wall = time.perf_counter() - start
