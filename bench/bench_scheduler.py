@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from bench.harness import Row, sized
@@ -23,23 +25,37 @@ RUNS = [(nodes, pods, p) for nodes, pods in SIZES for p in POLICIES]
 TARGET_PODS_PER_S = 300
 
 
-def measure(nodes: int, pods: int, policy: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.scheduler_run", str(nodes), str(pods), policy],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=1800,
-    )
-    result: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
+def measure(nodes: int, pods: int, policy: str, saved: Path) -> dict[str, Any]:
+    """One policy on a copy of the store `saved` (populated once per size: `prepare`)."""
+    out = _run_module(str(nodes), str(pods), policy, str(saved))
+    result: dict[str, Any] = json.loads(out.splitlines()[-1])
     return result
 
 
+def prepare(nodes: int, pods: int, saved: Path) -> None:
+    _run_module(str(nodes), str(pods), "--prepare", str(saved))
+
+
+def _run_module(*args: str) -> str:
+    command = [sys.executable, "-m", "bench.scheduler_run", *args]
+    return subprocess.run(command, capture_output=True, text=True, check=True, timeout=1800).stdout
+
+
 def run() -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="kubedra-bench-scheduler-") as stores:
+        measured = []
+        for nodes, pods, policy in RUNS:
+            saved = Path(stores) / f"{nodes}-{pods}.db"
+            if not saved.exists():
+                prepare(nodes, pods, saved)
+            measured.append((nodes, pods, policy, measure(nodes, pods, policy, saved)))
+    return _rows(measured)
+
+
+def _rows(measured: list[tuple[int, int, str, dict[str, Any]]]) -> list[Row]:
     rows = []
     ms_per_pod: dict[tuple[str, int], float] = {}
-    for nodes, pods, policy in RUNS:
-        m = measure(nodes, pods, policy)
+    for nodes, pods, policy, m in measured:
         rate, split = float(m["pods_per_s"]), m["split"]
         note = (
             f"{m['placed']}/{pods} placed; p50 {m['p50_ms']:.2f} ms, p99 {m['p99_ms']:.2f} ms; "
