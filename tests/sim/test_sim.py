@@ -353,20 +353,26 @@ def test_cli_functions_write_outputs(tmp_path: Path) -> None:
     assert (tmp_path / "cmp" / "replay.png").exists() and "delay p99 s" in lines[-1]
 
 
+def trace_folder(tmp_path: Path, pod_rows: str, stems: tuple[str, ...] = ("openb_pod_list_default",)) -> Path:
+    """A data folder as the report reads it: two T4 nodes, the same pods for every stem."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "openb_node_list_gpu_node.csv").write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\nnode-a,8000,32768,2,T4\nnode-b,8000,32768,2,T4\n")
+    header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+    for stem in stems:
+        (data / f"{stem}.csv").write_text(header + pod_rows)
+    return data
+
+
 def test_sim_report_runs_both_fgd_policies_over_the_seeds(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from kubedra.sim.cli import sim_report
     from kubedra.sim.report import paper_summary
 
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "openb_node_list_gpu_node.csv").write_text(
-        "sn,cpu_milli,memory_mib,gpu,model\nnode-a,8000,32768,2,T4\nnode-b,8000,32768,2,T4\n")
-    pods = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
-            "p1,1000,1024,1,600,,LS,Running,0,100,0\np2,1000,1024,1,500,,LS,Running,10,50,10\n"
-            "p3,1000,1024,1,1000,,LS,Running,20,200,20\n")
-    for stem in ("openb_pod_list_default", "openb_pod_list_multigpu50", "openb_pod_list_cpu250"):
-        (data / f"{stem}.csv").write_text(pods)
+    data = trace_folder(tmp_path, "p1,1000,1024,1,600,,LS,Running,0,100,0\np2,1000,1024,1,500,,LS,Running,10,50,10\n"
+                              "p3,1000,1024,1,1000,,LS,Running,20,200,20\n",
+                        ("openb_pod_list_default", "openb_pod_list_multigpu50", "openb_pod_list_cpu250"))
     out = sim_report(tmp_path / "results.md", tmp_path / "figures", data_dir=data, seed=1,
                      variants=(("openb_pod_list_default", "default", ("fragmentation", "device-plugin")),
                                ("openb_pod_list_multigpu50", "multi-GPU", ("fragmentation",)),
@@ -463,13 +469,7 @@ def test_sim_report_max_pods_bounds_the_replay_and_figures_go_beside_out(tmp_pat
     pytest.importorskip("matplotlib")
     from kubedra.sim.cli import sim_report
 
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "openb_node_list_gpu_node.csv").write_text(
-        "sn,cpu_milli,memory_mib,gpu,model\nnode-a,8000,32768,2,T4\nnode-b,8000,32768,2,T4\n")
-    (data / "openb_pod_list_default.csv").write_text(
-        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
-        + "".join(f"p{i},1000,1024,1,500,,LS,Running,{i},{i + 50},{i}\n" for i in range(6)))
+    data = trace_folder(tmp_path, "".join(f"p{i},1000,1024,1,500,,LS,Running,{i},{i + 50},{i}\n" for i in range(6)))
     out = sim_report(tmp_path / "doc" / "results.md", data_dir=data, seed=1, seeds=(1,), max_pods=2,
                      variants=(("openb_pod_list_default", "default", ("first-fit",)),),
                      replay_policies=("first-fit",), replay_share=1.0, replay_horizon_h=0.01,

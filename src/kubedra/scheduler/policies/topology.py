@@ -8,34 +8,27 @@ devices span at each level (NVLink weighted most), then packs as a tie-break.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from collections.abc import Set as AbstractSet
 
 from kubedra.allocator import DeviceOrder
 from kubedra.api.core import Pod
 from kubedra.api.resource import ResourceClaim
-from kubedra.scheduler.policies.base import Candidate, Policy, fixed_device_count, grouped_order
-from kubedra.scheduler.policies.ranking import NodeIndex, free_devices, rank_by_free
+from kubedra.scheduler.policies.base import Candidate, fixed_device_count, grouped_order
+from kubedra.scheduler.policies.by_free import ByFreeDevices
 from kubedra.scheduler.view import ClusterView
 
 WEIGHTS = (100.0, 10.0, 1.0)  # nvlink, pcie root, numa
 
 
-class Topology(Policy):
+class Topology(ByFreeDevices):
+    """Nodes tried as `binpack` tries them (fewest free devices first)."""
+
     name = "topology"
     candidates = 16
-
-    def __init__(self) -> None:
-        self._free = NodeIndex(free_devices)
 
     def prepare(self, pod: Pod, claims: Sequence[ResourceClaim]) -> None:
         # One device spans no groups: the score is the packing tie-break alone, which falls
         # with the node's free devices, the order in which nodes are tried.
         self.first_only(fixed_device_count(claims) == 1)
-
-    def rank_nodes(
-        self, view: ClusterView, nodes: Sequence[str], skip: AbstractSet[str] = frozenset()
-    ) -> Sequence[str]:
-        return rank_by_free(self._free, view, nodes, skip, fewest_first=True)
 
     def device_orders(self, view: ClusterView, node: str) -> Sequence[DeviceOrder | None]:
         # One try per NVLink domain (that domain first), so a pod that fits in one domain
