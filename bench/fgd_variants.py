@@ -1,0 +1,248 @@
+"""Experiments past FGD: `fragmentation` with one rule changed, over seeds of the default trace.
+
+    python -m bench.fgd_variants POLICY SEEDS [JOBS]   e.g. x-look 42,43,44,45 2
+
+prints one JSON line per seed (unallocated GPU % at 100 and 130 % arrived, CPU seconds)
+and the mean ± sd. The variants register under `x-` names when this module is imported;
+they are experiments for docs/results.md ("Past FGD"), not policies of the tree.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from kubedra.allocator import DeviceOrder, DeviceRef, RequestKey
+from kubedra.scheduler.policies.base import Candidate
+from kubedra.scheduler.policies.fragmentation import (
+    MILLI,
+    Fragmentation,
+    NodeState,
+    TaskShape,
+    fgd_score,
+    placements,
+    share_from,
+)
+from kubedra.scheduler.view import ClusterView
+from kubedra.sim.cli import Job, _execute
+from kubedra.sim.trace import OPENB_DIR
+
+Free = tuple[int, ...]
+
+
+class ExactChange(Fragmentation):
+    """Rank by the exact fragmentation change, not FGD's integer score."""
+
+    name = "x-exact"
+
+    def _rate(
+        self, before: Free, options: list[Free], bands: tuple[int, int], models: frozenset[str]
+    ) -> float | None:
+        base = self._banded(before, bands[0], models)
+        return max((base - self._banded(a, bands[1], models) for a in options), default=None)
+
+
+class LowestIndex(Fragmentation):
+    """Among a node's equally rated GPUs, the lowest index (FGD's own choice), not the
+    least free."""
+
+    name = "x-lowidx"
+
+    def _fgd_choice(
+        self, view: ClusterView, node: str, free: dict[DeviceRef, int], pod: TaskShape
+    ) -> DeviceOrder:
+        bands, models = self._cpu_bands(node), view.nodes[node].models
+        before = tuple(sorted(free.values()))
+        rating = {
+            f: self._rate(before, [share_from(before, f, pod.milli)], bands, models)
+            for f in set(free.values())
+            if f >= pod.milli
+        }
+
+        def key(ref: DeviceRef) -> float:
+            rated = rating.get(free.get(ref, MILLI)) if ref in free else None
+            return -rated if rated is not None else math.inf
+
+        def order(request: RequestKey, refs: Sequence[DeviceRef]) -> Sequence[DeviceRef]:
+            return sorted(refs, key=key)  # stable: upstream (index) order among equals
+
+        return order
+
+
+class Softer(Fragmentation):
+    """FGD's score on a coarser scale: 100·σ(−ΔF/2000), more changes score alike."""
+
+    name = "x-t2000"
+    temperature = 2000.0
+
+    def _rate(
+        self, before: Free, options: list[Free], bands: tuple[int, int], models: frozenset[str]
+    ) -> float | None:
+        base = self._banded(before, bands[0], models)
+
+        def score(delta: float) -> int:
+            x = max(min(delta / self.temperature, 700.0), -700.0)
+            return int(100.0 / (1.0 + math.exp(x)))
+
+        return max(
+            (
+                score(self._banded(a, bands[1], models) - base) - self.free_weight * sum(a)
+                for a in options
+            ),
+            default=None,
+        )
+
+
+class LookAhead(Fragmentation):
+    """Rate a node state by F after this pod and then, in expectation over the primed mix,
+    the best placement of the next typical task on that node."""
+
+    name = "x-look"
+
+    def _after_next(self, free: Free, band: int, models: frozenset[str]) -> float:
+        key = (free, -1 - band, models)  # negative bands: this measure's own memo entries
+        got = self._memo.get(key)
+        if got is None:
+            base = self._banded(free, band, models)
+            gain = 0.0
+            for shape, p in self.mix():
+                if shape.devices == 0:
+                    continue
+                best = min(
+                    (self._banded(a, band, models) - base for a in placements(free, shape)),
+                    default=0.0,
+                )
+                gain += p * min(best, 0.0)
+            got = self._memo[key] = base + gain
+        return got
+
+    def _rate(
+        self, before: Free, options: list[Free], bands: tuple[int, int], models: frozenset[str]
+    ) -> float | None:
+        base = self._after_next(before, bands[0], models)
+        return max(
+            (
+                fgd_score(self._after_next(a, bands[1], models) - base)
+                - self.free_weight * sum(a)
+                for a in options
+            ),
+            default=None,
+        )
+
+
+class _CpuTie(Fragmentation):
+    """FGD's score, then a CPU rule among equal scores (before the node order)."""
+
+    eps = 1e-6
+
+    def tie_term(self, cpu_after: int, free_after: int) -> float:
+        raise NotImplementedError
+
+    def _rating(self, pod: TaskShape, state: NodeState) -> float | None:
+        rated = super()._rating(pod, state)
+        if rated is None:
+            return None
+        number, cpu = state
+        free, _ = self._devices[number]
+        after = placements(free, pod)
+        left = sum(after[0]) if after else 0
+        return rated - self.eps * self.tie_term(cpu - pod.cpu_milli, left)
+
+    def score(self, view: ClusterView, candidate: Candidate) -> float:
+        pod = self._pod
+        cpu = self._cpu_free(candidate.node)
+        cpu_after = (1 << 40 if cpu is None else cpu) - (pod.cpu_milli if pod else 0)
+        left = sum(self.free_milli(view, candidate.node).values()) - (
+            pod.devices * pod.milli if pod else 0
+        )
+        return super().score(view, candidate) - self.eps * self.tie_term(cpu_after, left)
+
+
+class CpuPack(_CpuTie):
+    """Equal scores: the node left with the least free CPU."""
+
+    name = "x-cpupack"
+
+    def tie_term(self, cpu_after: int, free_after: int) -> float:
+        return min(cpu_after, 1 << 30) / 1000.0
+
+
+class CpuRatio(_CpuTie):
+    """Equal scores: the node whose free CPU per free GPU milli after the pod is closest to
+    the mix's."""
+
+    name = "x-cpuratio"
+
+    def tie_term(self, cpu_after: int, free_after: int) -> float:
+        mix = [(s, p) for s, p in self.mix() if s.devices]
+        want = sum(p * s.cpu_milli for s, p in mix) / max(
+            sum(p * s.devices * s.milli for s, p in mix), 1
+        )
+        have = min(cpu_after, 1 << 30) / max(free_after, 1)
+        return abs(have - want) * 1000.0
+
+
+class Online(Fragmentation):
+    """Not primed: the mix is the shapes placed so far that cover 95 % of them (FGD's typical
+    pods, learnt online), drawn again after each of the first 64 pods, then every 64."""
+
+    name = "x-online"
+
+    def prime(self, mix: Mapping[TaskShape, float]) -> None:
+        pass  # the scheduler's case: no trace known in advance
+
+    def observe(self, devices: int) -> None:
+        pod = self._pod if self._pod is not None and self._pod.devices == devices else None
+        self.observed[pod or TaskShape(devices)] += 1
+        placed = sum(self.observed.values())
+        if placed <= 64 or placed % 64 == 0:
+            self._forget()
+        self._pod = None
+
+    def mix(self) -> list[tuple[TaskShape, float]]:
+        if self._mix is None:
+            counts = sorted(self.observed.items(), key=lambda kv: -kv[1])
+            total, covered, chosen = sum(c for _, c in counts), 0, []
+            for shape, count in counts:
+                if covered >= 0.95 * total:
+                    break
+                chosen.append((shape, count))
+                covered += count
+            self._mix = [(s, c / covered) for s, c in chosen] if covered else []
+            self._cpu_steps = sorted({s.cpu_milli for s, _ in self._mix})
+        return self._mix
+
+
+def one(policy: str, seed: int, max_pods: int | None = None) -> dict[str, Any]:
+    nodes = OPENB_DIR / "openb_node_list_gpu_node.csv"
+    pods = OPENB_DIR / "openb_pod_list_default.csv"
+    start = time.process_time()
+    r = _execute(Job(str(nodes), str(pods), policy, seed, "saturate", max_pods, 1.3, False))
+    return {
+        "policy": policy,
+        "seed": seed,
+        "unalloc100": 100 - r.summary["alloc_at_100"],
+        "unalloc130": 100 - r.summary["alloc_at_130"],
+        "cpu_s": round(time.process_time() - start, 1),
+    }
+
+
+def _one(args: tuple[str, int]) -> dict[str, Any]:
+    return one(*args)
+
+
+if __name__ == "__main__":
+    name, seeds = sys.argv[1], [int(s) for s in sys.argv[2].split(",")]
+    with ProcessPoolExecutor(int(sys.argv[3]) if len(sys.argv) > 3 else 1) as pool:
+        results = list(pool.map(_one, [(name, s) for s in seeds]))
+    for line in results:
+        print(json.dumps(line))
+    values = [r["unalloc130"] for r in results]
+    spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
+    print(f"{name}: unallocated at 130 % arrived {statistics.mean(values):.2f}{spread}")
