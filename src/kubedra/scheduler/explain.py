@@ -3,15 +3,20 @@
 Nodes with the same outcome are grouped (eight identical L4 nodes are one line), so the
 explanation of a 5,000-node cluster stays readable. For each group: the node filter that
 excluded it, or for each request the device funnel (in pools -> class selectors -> request
-selectors -> untainted -> free -> fit) and the allocator's one-line summary.
+selectors -> untainted -> free -> fit), the allocator's one-line summary, and the blockers:
+the stage that stopped each claim there, with its numbers (kubedra's; upstream says "cannot
+allocate all claims"). `what_would_fit` then answers, where that is cheap, what the nearest
+node lacks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from kubedra.allocator import RequestFunnel, explain
+from kubedra.allocator import Blocker, RequestFunnel, explain, holders_of
+from kubedra.allocator.blockers import Holders
 from kubedra.api.core import Node, Pod
 from kubedra.api.quantity import Quantity
 from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
@@ -28,6 +33,7 @@ class NodeGroup:
     fits: bool
     summary: str
     funnels: tuple[RequestFunnel, ...] = ()
+    blockers: tuple[Blocker, ...] = ()  # those of the group's first node (holders differ)
 
 
 def explain_claims(
@@ -36,16 +42,23 @@ def explain_claims(
     """The outcome of allocating `claims` (for `pod`, whose node filters apply) per node group."""
     scheduler.refresh()
     usage = scheduler.node_usage()
+    holders = holders_of(scheduler.store.list(ResourceClaim, None))
     groups: dict[tuple[object, ...], list[str]] = {}
     info: dict[tuple[object, ...], NodeGroup] = {}
     for node in scheduler.nodes():
-        group = _outcome(scheduler, claims, pod, node, usage.get(node.name, {}))
-        key = (group.fits, group.summary, tuple(f.counts for f in group.funnels))
+        group = _outcome(scheduler, claims, pod, node, usage.get(node.name, {}), holders)
+        key = (
+            group.fits,
+            group.summary,
+            tuple(f.counts for f in group.funnels),
+            tuple(b.detail for b in group.blockers),
+        )
         groups.setdefault(key, []).append(node.name)
         info.setdefault(key, group)
     out = [
-        NodeGroup(tuple(names), info[k].fits, info[k].summary, info[k].funnels)
+        NodeGroup(tuple(names), g.fits, g.summary, g.funnels, g.blockers)
         for k, names in groups.items()
+        for g in [info[k]]
     ]
     return sorted(out, key=lambda g: (not g.fits, -len(g.nodes), g.nodes))
 
@@ -56,18 +69,107 @@ def _outcome(
     pod: Pod | None,
     node: Node,
     used: Mapping[str, Quantity],
+    holders: Holders,
 ) -> NodeGroup:
     if pod is not None:
         fit = filter_node(pod, node, used)
         if not fit.fits:
-            return NodeGroup((node.name,), False, fit.reason)
+            blocker = Blocker("node", "", "", 0, 1, fit.reason, fit.reason)
+            return NodeGroup((node.name,), False, fit.reason, blockers=(blocker,))
     namespace = pod.namespace if pod is not None else (claims[0].namespace if claims else "")
     result = explain(
-        *scheduler.allocator_inputs(claims, node), **scheduler.allocator_options(namespace)
+        *scheduler.allocator_inputs(claims, node),
+        holders=holders,
+        **scheduler.allocator_options(namespace),
     )
     fits = result.allocation is not None and result.allocation.results is not None
     summary = "fits" if fits else result.summary
-    return NodeGroup((node.name,), fits, summary, result.funnels)
+    return NodeGroup((node.name,), fits, summary, result.funnels, result.blockers)
+
+
+_NOT_DEVICES = ("node", "error", "admin access", "search budget")
+_RELEASABLE = ("free", "counters", "capacity", "allocationMode All")
+_COMBINATIONS = ("claims together", "requests together")
+_CONSTRAINTS = {"matchAttribute": "sharing one value", "distinctAttribute": "distinct values"}
+
+
+def what_would_fit(groups: Sequence[NodeGroup]) -> list[str]:
+    """Where nothing fits: per blocked request, the nearest node (the most of what is
+    needed) and what it lacks, with the claims whose release would free enough devices."""
+    if any(g.fits for g in groups):
+        return []
+    seen: dict[str, list[tuple[NodeGroup, Blocker]]] = {}
+    for g in groups:
+        for b in g.blockers:
+            if b.kind not in _NOT_DEVICES:
+                seen.setdefault(b.claim, []).append((g, b))
+    return [_nearest(items) for items in seen.values()]
+
+
+def _nearest(items: list[tuple[NodeGroup, Blocker]]) -> str:
+    group, b = max(items, key=lambda x: x[1].have / max(x[1].need, 1))
+    node, who = group.nodes[0], f"{b.claim} {b.request}".strip()
+    released, got = _to_release(b)
+    if released and b.kind in _RELEASABLE:
+        what = (
+            f"{min(b.have + got, b.need)} of {b.need} device(s) free"
+            if b.kind == "free"
+            else "it would fit"
+        )
+        return f"{who}: {what} on {node} if claim(s) {', '.join(released)} were released"
+    line = f"nearest: {node}: {who}: {b.short}"
+    # Nodes blocked before the constraint lack even the candidates; only a node where every
+    # constraint held alone (a combination blocker) could have them.
+    if b.kind in _CONSTRAINTS and all(x.kind not in _COMBINATIONS for _, x in items):
+        line += f"; no eligible node has {b.need} candidate devices {_CONSTRAINTS[b.kind]}"
+    return line
+
+
+def _to_release(b: Blocker) -> tuple[list[str], int]:
+    """The fewest holders (largest first) whose devices cover what `b` lacks."""
+    lacking, got, names = b.need - b.have, 0, []
+    for claim, count in b.holders:
+        if got >= lacking:
+            break
+        names.append(claim)
+        got += count
+    return (names, got) if got >= lacking or b.kind != "free" else ([], 0)
+
+
+def group_reason(group: NodeGroup) -> str:
+    """Why a group fits nowhere in one line: its blockers, else the allocator's summary."""
+    return "; ".join(str(b) for b in group.blockers) or group.summary
+
+
+def group_json(group: NodeGroup) -> dict[str, Any]:
+    """A node group for tools (`-o json`): nodes, outcome, funnels and blockers."""
+    return {
+        "nodes": list(group.nodes),
+        "fits": group.fits,
+        "summary": group.summary,
+        "requests": [
+            {
+                "claim": f.claim,
+                "request": f.request,
+                "mode": f.mode,
+                "wanted": f.wanted,
+                "funnel": dict(f.rows()),
+            }
+            for f in group.funnels
+        ],
+        "blockers": [
+            {
+                "kind": b.kind,
+                "claim": b.claim,
+                "request": b.request,
+                "have": b.have,
+                "need": b.need,
+                "detail": b.detail,
+                "heldBy": {claim: n for claim, n in b.holders},
+            }
+            for b in group.blockers
+        ],
+    }
 
 
 def pod_claims(scheduler: Scheduler, pod: Pod) -> list[ResourceClaim]:

@@ -41,6 +41,7 @@ from kubedra.allocator import (
     NodeInfo,
     allocate,
 )
+from kubedra.allocator.blockers import Holders, diagnose, holders_of
 from kubedra.allocator.explain import Unsatisfiable
 from kubedra.api.core import Namespace, Node, Pod
 from kubedra.api.kinds import KubeObjectT
@@ -106,6 +107,7 @@ FEED_KINDS: tuple[type[KubeObject], ...] = (
 )
 # Kinds whose change can make an unschedulable pod fit (upstream's queueing hints).
 WAKING_KINDS = (ResourceSlice, ResourceClaim, DeviceClass, Node, DeviceTaintRule)
+DIAGNOSED_NODES = 32  # refused nodes whose blocker the PodScheduled message names
 EVENT_NOTE_DETAIL = "kubedra: "  # what FailedScheduling adds to kube-scheduler's summary
 
 __all__ = ["FINALIZER", "MAX_RESERVED_FOR"]
@@ -673,8 +675,12 @@ class Scheduler:
             if len(found) >= self.policy.candidates:
                 break
         if not found:
+            holders = holders_of(self._claims()) if misses else {}
             why = (
-                Unschedulable(_nowhere(len(nodes), reasons), _explained(misses))
+                Unschedulable(
+                    _nowhere(len(nodes), _with_blockers(reasons, misses, holders)),
+                    _explained(misses, holders),
+                )
                 if only is None
                 else self._failed[equivalent][0]
             )
@@ -1044,15 +1050,36 @@ def _name(obj: KubeObject) -> str:
     return f"{obj.namespace}/{obj.name}"
 
 
-def _explained(misses: Sequence[Unsatisfiable]) -> str:
-    """kubedra's explanation of a pod that fit nowhere: the allocator's funnel on the node
-    that came closest (the most devices left at the last stage)."""
+def _with_blockers(
+    reasons: dict[str, int], misses: Sequence[Unsatisfiable], holders: Holders
+) -> dict[str, int]:
+    """The reasons with kubedra's blocker in brackets after the allocator's summary, for
+    the first `DIAGNOSED_NODES` nodes the allocator refused (bounded: diagnosing runs on
+    failure only, but a pod can fail on thousands of nodes)."""
+    out = dict(reasons)
+    for miss in misses[:DIAGNOSED_NODES]:
+        blockers = diagnose(miss, holders)
+        if not blockers or out.get(miss.summary, 0) <= 0:
+            continue
+        short = "; ".join(f"{b.request or b.claim}: {b.short}" for b in blockers)
+        out[miss.summary] -= 1
+        if not out[miss.summary]:
+            del out[miss.summary]
+        key = f"{miss.summary} ({short})"
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def _explained(misses: Sequence[Unsatisfiable], holders: Holders) -> str:
+    """kubedra's explanation of a pod that fit nowhere: on the node that came closest (the
+    most devices left at the last stage), the blockers and the allocator's funnel."""
     with_funnels = [m for m in misses if m.funnels]
     if not with_funnels:
         return ""
     best = max(with_funnels, key=lambda m: sum(f.counts[-1] for f in m.funnels))
+    blocked = "; ".join(str(b) for b in diagnose(best, holders)) or best.summary
     funnels = "; ".join(format_funnel(f) for f in best.funnels)
-    return f"on node {best.node}, {best.summary}: {funnels}"
+    return f"on node {best.node}, {blocked}: {funnels}"
 
 
 def _without_reservations(claim: ResourceClaim, uids: set[str]) -> ResourceClaim | None:
