@@ -80,6 +80,7 @@ class Row:
     request: str = "req-0"
     others: list[ResourceClaim] = field(default_factory=list)  # claims already allocated
     holders: tuple[tuple[str, int], ...] = ()
+    release: tuple[str, ...] = ()  # the claims whose release makes it fit, checked
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -96,17 +97,20 @@ ROWS = [
         "1 of 2 matching device(s) have a taint the request does not tolerate (k=v:NoSchedule), 1 left"),
     Row("free", [claim("c", req(count=2))], numa_devices(1, 2, 3), "free", 1, 2,
         "1 of 3 matching device(s) free, 2 needed", others=[held("x", "device-0"), held("y", "device-1")],
-        holders=(("default/x", 1), ("default/y", 1))),
+        holders=(("default/x", 1), ("default/y", 1)), release=("default/x",)),
+    Row("free-release-would-not-help", [claim("c", req(count=3), constraints=[match(NUMA)])],
+        numa_devices(1, 2, 3, 4), "free", 2, 3, "2 of 4 matching device(s) free, 3 needed",
+        others=[held("x", "device-0", "device-1")], holders=(("default/x", 2),)),
     Row("counters", [claim("c", req())], partitions("8Gi", "4Gi"), "counters", 0, 1,
         "counter set gpu-0 of pool pool-1: memory has 0 left, part-1 needs 4Gi, used by allocated part-0",
-        others=[held("x", "part-0")], holders=(("default/x", 1),)),
+        others=[held("x", "part-0")], holders=(("default/x", 1),), release=("default/x",)),
     Row("capacity", [claim("c", req(capacity={"bw": "4"}))], SHARED, "capacity", 0, 1,
         "capacity bw: at most 2 left on one device (device-0), 4 asked",
         others=[held("x", "device-0", shareID="00000000-0000-0000-0000-000000000001",
-                     consumedCapacity={"bw": "8"})], holders=(("default/x", 1),)),
+                     consumedCapacity={"bw": "8"})], holders=(("default/x", 1),), release=("default/x",)),
     Row("all-mode-busy", [claim("c", req(mode="All"))], numa_devices(1, 2, 3), "allocationMode All", 2, 3,
         "allocationMode All: 1 of the 3 matching device(s) unavailable (device-1: in use)",
-        others=[held("x", "device-1")], holders=(("default/x", 1),)),
+        others=[held("x", "device-1")], holders=(("default/x", 1),), release=("default/x",)),
     Row("first-available", [claim("c", first("req-0", sub("big", count=3), sub("other", cls="class-b")))],
         numa_devices(1, 2), "firstAvailable", 0, 1,
         "no subrequest fits, in order: big: 2 device(s) in the node's pools, 3 needed; "
@@ -152,6 +156,7 @@ def test_blocker_named_with_its_numbers(row: Row) -> None:
     assert row.detail in b.detail
     assert b.request == row.request
     assert b.holders == row.holders
+    assert b.release == row.release
     assert b.short and "\n" not in b.short  # the PodScheduled form exists and is one line
 
 

@@ -17,15 +17,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from kubedra.allocator.explain import STAGES, Blocker, Unsatisfiable, reached, short_counter
 from kubedra.allocator.inventory import DeviceEntry
 from kubedra.allocator.search import ReqData, Search, _Constraint, claim_name
+from kubedra.allocator.state import AllocatedState
 from kubedra.allocator.types import AllocationError, DeviceRef
 from kubedra.api.quantity import Format, Quantity
 from kubedra.api.resource import ResourceClaim
 
 TOGETHER_STEPS = 20_000  # search steps per "do these claims fit together" check
+RELEASE_TRIES = 3  # holders tried, one more each time, for "fits if ... were released"
 Holders = Mapping[DeviceRef, Sequence[str]]
 _NO_HOLDERS: Holders = {}
 _FIT = len(STAGES)
@@ -51,7 +54,29 @@ def diagnose(u: Unsatisfiable, holders: Holders = _NO_HOLDERS) -> tuple[Blocker,
     found = [b for ci in range(len(search.reqs)) if (b := _claim(search, ci, holders))]
     if not found and (together := _together(search)) is not None:
         found.append(together)
-    return tuple(found)
+    return tuple(_with_release(search, b, holders) for b in found)
+
+
+def _with_release(search: Search, b: Blocker, holders: Holders) -> Blocker:
+    """`b`, with the fewest of its holders (largest first, at most `RELEASE_TRIES`) whose
+    release makes every claim fit on the node, checked by a bounded search."""
+    names: set[str] = set()
+    for claim, _ in b.holders[:RELEASE_TRIES]:
+        names.add(claim)
+        if _fits(search, search.claims, _released(search.state, names, holders)):
+            return replace(b, release=tuple(c for c, _ in b.holders if c in names))
+    return b
+
+
+def _released(state: AllocatedState, names: set[str], holders: Holders) -> AllocatedState:
+    """The state without the devices that only the claims `names` hold."""
+    freed = {ref for ref, claims in holders.items() if claims and set(claims) <= names}
+    return AllocatedState(
+        state.devices - freed,
+        {(ref, share) for ref, share in state.shares if ref not in freed},
+        {ref: caps for ref, caps in state.capacity.items() if ref not in freed},
+        sharing=state.sharing,
+    )
 
 
 # --- one claim ----------------------------------------------------------------------------
@@ -332,10 +357,12 @@ def _constraint(search: Search, c: _Constraint, rds: list[ReqData]) -> Blocker |
 # --- combinations -------------------------------------------------------------------------
 
 
-def _fits(search: Search, claims: Sequence[ResourceClaim]) -> bool | None:
+def _fits(
+    search: Search, claims: Sequence[ResourceClaim], state: AllocatedState | None = None
+) -> bool | None:
     """Do `claims` fit together on the node (None: the bounded search could not tell)?"""
     trial = Search(
-        claims, search.node, search.inventory, search.classes, search.state,
+        claims, search.node, search.inventory, search.classes, state or search.state,
         features=search.features, order=None, strict_cel=search.strict,
         timeout_s=search.timeout_s, max_steps=TOGETHER_STEPS,
     )  # fmt: skip

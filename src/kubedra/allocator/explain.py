@@ -80,6 +80,7 @@ class Blocker:
     detail: str  # one line, for `kubedra explain` and events
     short: str  # a few words, for the PodScheduled condition
     holders: tuple[tuple[str, int], ...] = ()  # (claim, devices it holds that would help)
+    release: tuple[str, ...] = ()  # claims whose release makes the node fit (checked)
 
     def __str__(self) -> str:
         where = f"{self.claim} {self.request}" if self.request else self.claim

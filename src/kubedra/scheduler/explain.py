@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubedra.allocator import Blocker, RequestFunnel, explain, holders_of
+from kubedra.allocator import STAGES, Blocker, RequestFunnel, explain, holders_of
 from kubedra.allocator.blockers import Holders
 from kubedra.api.core import Node, Pod
 from kubedra.api.quantity import Quantity
@@ -88,14 +88,15 @@ def _outcome(
 
 
 _NOT_DEVICES = ("node", "error", "admin access", "search budget")
-_RELEASABLE = ("free", "counters", "capacity", "allocationMode All")
+_RELEASABLE = ("counters", "capacity", "allocationMode All")
 _COMBINATIONS = ("claims together", "requests together")
 _CONSTRAINTS = {"matchAttribute": "sharing one value", "distinctAttribute": "distinct values"}
 
 
 def what_would_fit(groups: Sequence[NodeGroup]) -> list[str]:
-    """Where nothing fits: per blocked request, the nearest node (the most of what is
-    needed) and what it lacks, with the claims whose release would free enough devices."""
+    """Where nothing fits, per blocked claim: a node where releasing claims makes it fit
+    (checked by the allocator), else the nearest node (blocked at the latest stage, then
+    with the most of what is needed) and what it lacks."""
     if any(g.fits for g in groups):
         return []
     seen: dict[str, list[tuple[NodeGroup, Blocker]]] = {}
@@ -107,17 +108,13 @@ def what_would_fit(groups: Sequence[NodeGroup]) -> list[str]:
 
 
 def _nearest(items: list[tuple[NodeGroup, Blocker]]) -> str:
-    group, b = max(items, key=lambda x: x[1].have / max(x[1].need, 1))
-    node, who = group.nodes[0], f"{b.claim} {b.request}".strip()
-    released, got = _to_release(b)
-    if released and b.kind in _RELEASABLE:
-        what = (
-            f"{min(b.have + got, b.need)} of {b.need} device(s) free"
-            if b.kind == "free"
-            else "it would fit"
-        )
-        return f"{who}: {what} on {node} if claim(s) {', '.join(released)} were released"
-    line = f"nearest: {node}: {who}: {b.short}"
+    releasable = [(g, b) for g, b in items if b.release]
+    if releasable:
+        group, b = min(releasable, key=lambda x: len(x[1].release))
+        who = f"{b.claim} {b.request}".strip()
+        return f"{who}: fits on {group.nodes[0]} if claim(s) {', '.join(b.release)} were released"
+    group, b = max(items, key=lambda x: (_rank(x[1]), x[1].have / max(x[1].need, 1)))
+    line = f"nearest: {group.nodes[0]}: {f'{b.claim} {b.request}'.strip()}: {b.short}"
     # Nodes blocked before the constraint lack even the candidates; only a node where every
     # constraint held alone (a combination blocker) could have them.
     if b.kind in _CONSTRAINTS and all(x.kind not in _COMBINATIONS for _, x in items):
@@ -125,15 +122,10 @@ def _nearest(items: list[tuple[NodeGroup, Blocker]]) -> str:
     return line
 
 
-def _to_release(b: Blocker) -> tuple[list[str], int]:
-    """The fewest holders (largest first) whose devices cover what `b` lacks."""
-    lacking, got, names = b.need - b.have, 0, []
-    for claim, count in b.holders:
-        if got >= lacking:
-            break
-        names.append(claim)
-        got += count
-    return (names, got) if got >= lacking or b.kind != "free" else ([], 0)
+def _rank(b: Blocker) -> int:
+    """How far a node got: funnel stages first, then constraints, then combinations."""
+    order = (*STAGES, *_RELEASABLE, "firstAvailable", *_CONSTRAINTS, *_COMBINATIONS)
+    return order.index(b.kind) if b.kind in order else 0
 
 
 def group_reason(group: NodeGroup) -> str:
@@ -166,6 +158,7 @@ def group_json(group: NodeGroup) -> dict[str, Any]:
                 "need": b.need,
                 "detail": b.detail,
                 "heldBy": {claim: n for claim, n in b.holders},
+                "fitsIfReleased": list(b.release),
             }
             for b in group.blockers
         ],
