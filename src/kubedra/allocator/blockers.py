@@ -8,9 +8,13 @@ other claims, an exhausted counter set of partitionable devices, consumable capa
 `distinctAttribute` (distinct values) constraint, and claims or requests that fit one by
 one but not together (upstream only says "cannot allocate all claims").
 
+A blocker whose devices other claims hold also says which of them, released, would make
+the node fit: checked by running the allocator on the state without them, never guessed.
+
 Diagnosed from a failed search only when asked (never on the scheduling path of a node
 that fits), and bounded: one pass over the node's devices per request and constraint, and
-for claims that each look satisfiable a few searches capped at `TOGETHER_STEPS` steps.
+at most a few searches capped at `TOGETHER_STEPS` steps (claims that fit alone but not
+together; up to `RELEASE_TRIES` release checks).
 """
 
 from __future__ import annotations

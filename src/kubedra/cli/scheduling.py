@@ -277,7 +277,8 @@ def allocate_command(
         if closeness > nearest:  # the nearest node's blockers, not the last one's
             nearest = closeness
             summary = found.unsatisfiable.summary if found.unsatisfiable else "no fit"
-            reason = f"node {info.name}: {summary}" + "".join(f"; {b}" for b in why)
+            blocked = f": {'; '.join(map(str, why))}" if why else ""
+            reason = f"node {info.name}: {summary}{blocked}"
     report = [
         {
             "namespace": c.namespace or DEFAULT_NAMESPACE,
