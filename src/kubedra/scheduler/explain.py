@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubedra.allocator import STAGES, Blocker, RequestFunnel, explain, holders_of
+from kubedra.allocator import Blocker, RequestFunnel, explain, holders_of
 from kubedra.allocator.blockers import Holders
 from kubedra.api.core import Node, Pod
 from kubedra.api.quantity import Quantity
@@ -123,9 +123,9 @@ def _nearest(items: list[tuple[NodeGroup, Blocker]]) -> str:
 
 
 def _rank(b: Blocker) -> int:
-    """How far a node got: funnel stages first, then constraints, then combinations."""
-    order = (*STAGES, *_RELEASABLE, "firstAvailable", *_CONSTRAINTS, *_COMBINATIONS)
-    return order.index(b.kind) if b.kind in order else 0
+    """How far a node got: a constraint is checked only on nodes whose requests each have
+    enough devices, a combination only where every constraint holds alone."""
+    return 2 if b.kind in _COMBINATIONS else 1 if b.kind in _CONSTRAINTS else 0
 
 
 def group_reason(group: NodeGroup) -> str:
