@@ -14,6 +14,7 @@ import pytest
 from kubedra.allocator import (
     AllocatedState,
     Blocker,
+    Features,
     Inventory,
     diagnose,
     explain,
@@ -89,6 +90,10 @@ ROWS = [
         "2 device(s) in the node's pools, 3 needed"),
     Row("class-selectors", [claim("c", req(cls="class-b"))], numa_devices(1, 2), "class selectors", 0, 1,
         "class class-b admits 0 of the node's 2 device(s), 1 needed"),
+    Row("binding-conditions-off", [claim("c", req())],
+        [slice_("s", [dev("device-0", bindingConditions=["ready"], bindingFailureConditions=["failed"])])],
+        "class selectors", 0, 1, "class class-a admits 0 of the node's 1 device(s) (1 need binding "
+        "conditions, a feature that is off), 1 needed", options={"features": Features(binding_conditions=False)}),
     Row("request-selectors", [claim("c", req(selectors=['device.attributes["driver-a"].numa == 9']))],
         numa_devices(1, 2), "request selectors", 0, 1,
         "the request's selectors admit 0 of 2 device(s) of class class-a, 1 needed"),

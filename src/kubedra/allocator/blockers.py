@@ -181,6 +181,10 @@ def _stage(
     elif stage == 1:
         detail = f"class {cls} admits {have} of the node's {prev} device(s)"
         short = f"class {cls} admits {of}"
+        gated = sum(1 for e in stopped if e.binding)
+        if gated and not search.features.binding_conditions:
+            # Upstream skips devices with binding conditions while the feature is off.
+            detail += f" ({gated} need binding conditions, a feature that is off)"
     elif stage == 2:
         detail = f"the request's selectors admit {have} of {prev} device(s) of class {cls}"
         short = f"selectors admit {of}"
