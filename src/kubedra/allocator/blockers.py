@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from kubedra.allocator.explain import STAGES, Blocker, Unsatisfiable, reached, short_counter
 from kubedra.allocator.inventory import DeviceEntry
-from kubedra.allocator.search import ReqData, Search, _Constraint, claim_name
+from kubedra.allocator.search import ReqData, Search, _Constraint, claim_name, tolerates
 from kubedra.allocator.state import AllocatedState
 from kubedra.allocator.types import AllocationError, DeviceRef
 from kubedra.api.quantity import Format, Quantity
@@ -189,7 +189,12 @@ def _stage(
         detail = f"the request's selectors admit {have} of {prev} device(s) of class {cls}"
         short = f"selectors admit {of}"
     else:
-        taint = next(t for t in stopped[0].taints if t.effect in ("NoSchedule", "NoExecute"))
+        taint = next(
+            t
+            for t in stopped[0].taints
+            if t.effect in ("NoSchedule", "NoExecute")
+            and not any(tolerates(tol, t.key, t.value or "", t.effect) for tol in rd.tolerations)
+        )
         detail = (
             f"{len(stopped)} of {prev} matching device(s) have a taint the request does not "
             f"tolerate ({taint.key}={taint.value or ''}:{taint.effect}), {have} left"
