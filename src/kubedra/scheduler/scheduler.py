@@ -42,7 +42,7 @@ from kubedra.allocator import (
     allocate,
 )
 from kubedra.allocator.blockers import Holders, diagnose, holders_of
-from kubedra.allocator.explain import Unsatisfiable
+from kubedra.allocator.explain import Blocker, Unsatisfiable
 from kubedra.api.core import Namespace, Node, Pod
 from kubedra.api.kinds import KubeObjectT
 from kubedra.api.meta import KubeObject
@@ -108,6 +108,7 @@ FEED_KINDS: tuple[type[KubeObject], ...] = (
 # Kinds whose change can make an unschedulable pod fit (upstream's queueing hints).
 WAKING_KINDS = (ResourceSlice, ResourceClaim, DeviceClass, Node, DeviceTaintRule)
 DIAGNOSED_NODES = 32  # refused nodes whose blocker the PodScheduled message names
+Blockers = tuple[Blocker, ...]
 EVENT_NOTE_DETAIL = "kubedra: "  # what FailedScheduling adds to kube-scheduler's summary
 
 __all__ = ["FINALIZER", "MAX_RESERVED_FOR"]
@@ -675,11 +676,13 @@ class Scheduler:
             if len(found) >= self.policy.candidates:
                 break
         if not found:
+            # Bounded: diagnosing runs on failure only, but a pod can fail on many nodes.
             holders = holders_of(self._claims()) if misses else {}
+            blocked = {m.node: diagnose(m, holders) for m in misses[:DIAGNOSED_NODES]}
             why = (
                 Unschedulable(
-                    _nowhere(len(nodes), _with_blockers(reasons, misses, holders)),
-                    _explained(misses, holders),
+                    _nowhere(len(nodes), _with_blockers(reasons, misses, blocked)),
+                    _explained(misses, blocked, holders),
                 )
                 if only is None
                 else self._failed[equivalent][0]
@@ -1051,14 +1054,13 @@ def _name(obj: KubeObject) -> str:
 
 
 def _with_blockers(
-    reasons: dict[str, int], misses: Sequence[Unsatisfiable], holders: Holders
+    reasons: dict[str, int], misses: Sequence[Unsatisfiable], blocked: dict[str, Blockers]
 ) -> dict[str, int]:
-    """The reasons with kubedra's blocker in brackets after the allocator's summary, for
-    the first `DIAGNOSED_NODES` nodes the allocator refused (bounded: diagnosing runs on
-    failure only, but a pod can fail on thousands of nodes)."""
+    """The reasons with kubedra's blockers in brackets after the allocator's summary, for
+    the refused nodes that were diagnosed (`blocked`, by node)."""
     out = dict(reasons)
-    for miss in misses[:DIAGNOSED_NODES]:
-        blockers = diagnose(miss, holders)
+    for miss in misses:
+        blockers = blocked.get(miss.node)
         if not blockers or out.get(miss.summary, 0) <= 0:
             continue
         short = "; ".join(f"{b.request or b.claim}: {b.short}" for b in blockers)
@@ -1070,16 +1072,24 @@ def _with_blockers(
     return out
 
 
-def _explained(misses: Sequence[Unsatisfiable], holders: Holders) -> str:
+def _explained(
+    misses: Sequence[Unsatisfiable], blocked: dict[str, Blockers], holders: Holders
+) -> str:
     """kubedra's explanation of a pod that fit nowhere: on the node that came closest (the
-    most devices left at the last stage), the blockers and the allocator's funnel."""
+    most devices left at the last stage), the blockers and the allocator's funnel; and a
+    node where releasing claims would make it fit, if the diagnosis found one."""
     with_funnels = [m for m in misses if m.funnels]
     if not with_funnels:
         return ""
     best = max(with_funnels, key=lambda m: sum(f.counts[-1] for f in m.funnels))
-    blocked = "; ".join(str(b) for b in diagnose(best, holders)) or best.summary
+    why = blocked[best.node] if best.node in blocked else diagnose(best, holders)
     funnels = "; ".join(format_funnel(f) for f in best.funnels)
-    return f"on node {best.node}, {blocked}: {funnels}"
+    text = f"on node {best.node}, {'; '.join(map(str, why)) or best.summary}: {funnels}"
+    release = next(((n, b) for n, bs in blocked.items() for b in bs if b.release), None)
+    if release is not None:
+        node, b = release
+        text += f"; fits on {node} if claim(s) {', '.join(b.release)} were released"
+    return text
 
 
 def _without_reservations(claim: ResourceClaim, uids: set[str]) -> ResourceClaim | None:
