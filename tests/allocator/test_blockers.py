@@ -192,3 +192,16 @@ def test_guard_blockers_never_name_a_stage_that_has_enough(row: Row) -> None:
     assert found.unsatisfiable is not None
     for b in diagnose(found.unsatisfiable):
         assert isinstance(b, Blocker) and b.have < b.need, b
+
+
+def test_a_class_blocker_suggests_a_class_that_admits_enough() -> None:
+    def fix(*requests: dict[str, Any]) -> str:
+        e = explain([claim("c", *requests)], NODE1, Inventory.build(numa_devices(1, 2)), CLASSES,
+                    AllocatedState())  # fmt: skip
+        (b,) = e.blockers
+        assert b.kind == "class selectors"
+        return b.fix
+
+    assert fix(req(cls="class-b", count=2)) == "class class-a would admit 2"
+    # The request's own selectors still apply under the other class: one device is too few.
+    assert fix(req(cls="class-b", count=2, selectors=['device.attributes["driver-a"].numa == 1'])) == ""

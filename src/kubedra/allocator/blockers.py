@@ -200,7 +200,22 @@ def _stage(
             f"tolerate ({taint.key}={taint.value or ''}:{taint.effect}), {have} left"
         )
         short = f"{of} untainted"
-    return _blocker(search, rd, STAGES[stage], have, f"{detail}, {need} needed", short)
+    blocker = _blocker(search, rd, STAGES[stage], have, f"{detail}, {need} needed", short)
+    return replace(blocker, fix=_other_class(search, rd)) if stage == 1 else blocker
+
+
+def _other_class(search: Search, rd: ReqData) -> str:
+    """A class that, with the request's own selectors, admits enough devices of the node:
+    the one admitting the most (one CEL pass per class, only for a class blocker)."""
+    best, admitted = "", 0
+    for name in sorted(search.classes):
+        if name == rd.klass.name:
+            continue
+        other = replace(rd, klass=search.classes[name], candidates=None)
+        n = sum(1 for e, on in search.devices if on and reached(search, other, e) > 2)
+        if n >= rd.count and n > admitted:
+            best, admitted = name, n
+    return f"class {best} would admit {admitted}" if best else ""
 
 
 def _fit(

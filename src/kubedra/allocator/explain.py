@@ -81,6 +81,7 @@ class Blocker:
     short: str  # a few words, for the PodScheduled condition
     holders: tuple[tuple[str, int], ...] = ()  # (claim, devices it holds that would help)
     release: tuple[str, ...] = ()  # claims whose release makes the node fit (checked)
+    fix: str = ""  # a cheap suggestion, e.g. another class that admits enough devices
 
     def __str__(self) -> str:
         where = f"{self.claim} {self.request}" if self.request else self.claim

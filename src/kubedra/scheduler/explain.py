@@ -115,6 +115,8 @@ def _nearest(items: list[tuple[NodeGroup, Blocker]]) -> str:
         return f"{who}: fits on {group.nodes[0]} if claim(s) {', '.join(b.release)} were released"
     group, b = max(items, key=lambda x: (_rank(x[1]), x[1].have / max(x[1].need, 1)))
     line = f"nearest: {group.nodes[0]}: {f'{b.claim} {b.request}'.strip()}: {b.short}"
+    if b.fix:
+        line += f"; {b.fix}"
     # Nodes blocked before the constraint lack even the candidates; only a node where every
     # constraint held alone (a combination blocker) could have them.
     if b.kind in _CONSTRAINTS and all(x.kind not in _COMBINATIONS for _, x in items):
@@ -159,6 +161,7 @@ def group_json(group: NodeGroup) -> dict[str, Any]:
                 "detail": b.detail,
                 "heldBy": {claim: n for claim, n in b.holders},
                 "fitsIfReleased": list(b.release),
+                "suggestion": b.fix or None,
             }
             for b in group.blockers
         ],
