@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kubedra.allocator import explain as _explain
-from kubedra.allocator.blockers import Holders, diagnose
+from kubedra.allocator.blockers import Holders, diagnose, results_limit
 from kubedra.allocator.explain import Blocker, RequestFunnel, Unsatisfiable
 from kubedra.allocator.inventory import Inventory
 from kubedra.allocator.nodes import NodeSelectorError, selector_matches
@@ -19,6 +19,7 @@ from kubedra.allocator.types import (
     AllocationTimeout,
     Features,
     NodeInfo,
+    ResultsLimitExceeded,
 )
 from kubedra.api.resource import AllocationResult, DeviceClass, ResourceClaim
 
@@ -195,7 +196,10 @@ def explain(
 
 
 def _error_blocker(exc: AllocationError) -> Blocker:
-    """A fatal answer of the allocator as a blocker: the budget, admin access, or input."""
+    """A fatal answer of the allocator as a blocker: the results limit, the budget, admin
+    access, or input."""
+    if isinstance(exc, ResultsLimitExceeded):
+        return results_limit(exc.claim, exc.request, exc.need)
     kind = (
         "search budget"
         if isinstance(exc, AllocationTimeout)

@@ -5,8 +5,9 @@ too few for a request and by how much: the class or selectors, taints, devices h
 other claims, an exhausted counter set of partitionable devices, consumable capacity,
 `allocationMode: All` with a busy device, every subrequest of a `firstAvailable` list, a
 `matchAttribute` (the largest group of candidates sharing one value) or
-`distinctAttribute` (distinct values) constraint, and claims or requests that fit one by
-one but not together (upstream only says "cannot allocate all claims").
+`distinctAttribute` (distinct values) constraint, a claim over the per-claim results limit,
+and claims or requests that fit one by one but not together (upstream only says "cannot
+allocate all claims").
 
 A blocker whose devices other claims hold also says which of them, released, would make
 the node fit: checked by running the allocator on the state without them, never guessed.
@@ -27,7 +28,7 @@ from kubedra.allocator.explain import STAGES, Blocker, Unsatisfiable, reached, s
 from kubedra.allocator.inventory import DeviceEntry
 from kubedra.allocator.search import ReqData, Search, _Constraint, claim_name, tolerates
 from kubedra.allocator.state import AllocatedState
-from kubedra.allocator.types import AllocationError, DeviceRef
+from kubedra.allocator.types import MAX_RESULTS_PER_CLAIM, AllocationError, DeviceRef
 from kubedra.api.quantity import Format, Quantity
 from kubedra.api.resource import ResourceClaim
 
@@ -88,25 +89,39 @@ def _released(state: AllocatedState, names: set[str], holders: Holders) -> Alloc
 
 def _claim(search: Search, ci: int, holders: Holders) -> Blocker | None:
     chosen: list[ReqData] = []
+    fewest = 0  # the fewest devices the usable (sub)requests take together
     for subs in search.reqs[ci]:
         if subs[0].sub_index < 0:
             blocker = _request(search, subs[0], holders)
             if blocker is not None:
                 return blocker
             chosen.append(subs[0])
+            fewest += subs[0].count
             continue
         # firstAvailable: upstream tries the subrequests in order; blocked only if all are.
         blocked = [(rd, _request(search, rd, holders)) for rd in subs]
         usable = [rd for rd, b in blocked if b is None]
         if usable:
             chosen.append(usable[0])
+            fewest += min(rd.count for rd in usable)
             continue
         return _first_available(search, blocked)
+    if fewest > MAX_RESULTS_PER_CLAIM:
+        # The search gives up on a claim whose picks would pass the results limit.
+        return results_limit(claim_name(search.claims[ci]), "", fewest)
     for constraint in search.constraints[ci]:
         blocker = _constraint(search, constraint, [rd for rd in chosen if constraint.applies(rd)])
         if blocker is not None:
             return blocker
     return None
+
+
+def results_limit(claim: str, request: str, need: int) -> Blocker:
+    """A claim needing more devices than its status may hold (upstream's
+    AllocationResultsMaxSize): no node, no release lifts it."""
+    detail = f"{need} device(s) needed, more than the {MAX_RESULTS_PER_CLAIM} a claim may hold"
+    short = f"{need} devices, over the claim limit of {MAX_RESULTS_PER_CLAIM}"
+    return Blocker("results limit", claim, request, MAX_RESULTS_PER_CLAIM, need, detail, short)
 
 
 def _first_available(search: Search, blocked: list[tuple[ReqData, Blocker | None]]) -> Blocker:
