@@ -15,12 +15,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from kubedra.allocator import Blocker, RequestFunnel, explain, holders_of
 from kubedra.allocator.blockers import Holders
 from kubedra.api.core import Node, Pod
 from kubedra.api.quantity import Quantity
 from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
 from kubedra.scheduler.claims import generated_claim, recorded_claim_name
+from kubedra.scheduler.hints import hints
 from kubedra.scheduler.nodes import filter_node
 from kubedra.scheduler.scheduler import Scheduler, Unschedulable
 
@@ -87,47 +90,11 @@ def _outcome(
     return NodeGroup((node.name,), fits, summary, result.funnels, result.blockers)
 
 
-_NOT_DEVICES = ("node", "error", "admin access", "search budget")
-_RELEASABLE = ("counters", "capacity", "allocationMode All")
-_COMBINATIONS = ("claims together", "requests together")
-_CONSTRAINTS = {"matchAttribute": "sharing one value", "distinctAttribute": "distinct values"}
-
-
 def what_would_fit(groups: Sequence[NodeGroup]) -> list[str]:
-    """Where nothing fits, per blocked claim: a node where releasing claims makes it fit
-    (checked by the allocator), else the nearest node (blocked at the latest stage, then
-    with the most of what is needed) and what it lacks."""
+    """Where nothing fits, what would (`hints`), judged on each group's first node."""
     if any(g.fits for g in groups):
         return []
-    seen: dict[str, list[tuple[NodeGroup, Blocker]]] = {}
-    for g in groups:
-        for b in g.blockers:
-            if b.kind not in _NOT_DEVICES:
-                seen.setdefault(b.claim, []).append((g, b))
-    return [_nearest(items) for items in seen.values()]
-
-
-def _nearest(items: list[tuple[NodeGroup, Blocker]]) -> str:
-    releasable = [(g, b) for g, b in items if b.release]
-    if releasable:
-        group, b = min(releasable, key=lambda x: len(x[1].release))
-        who = f"{b.claim} {b.request}".strip()
-        return f"{who}: fits on {group.nodes[0]} if claim(s) {', '.join(b.release)} were released"
-    group, b = max(items, key=lambda x: (_rank(x[1]), x[1].have / max(x[1].need, 1)))
-    line = f"nearest: {group.nodes[0]}: {f'{b.claim} {b.request}'.strip()}: {b.short}"
-    if b.fix:
-        line += f"; {b.fix}"
-    # Nodes blocked before the constraint lack even the candidates; only a node where every
-    # constraint held alone (a combination blocker) could have them.
-    if b.kind in _CONSTRAINTS and all(x.kind not in _COMBINATIONS for _, x in items):
-        line += f"; no eligible node has {b.need} candidate devices {_CONSTRAINTS[b.kind]}"
-    return line
-
-
-def _rank(b: Blocker) -> int:
-    """How far a node got: a constraint is checked only on nodes whose requests each have
-    enough devices, a combination only where every constraint holds alone."""
-    return 2 if b.kind in _COMBINATIONS else 1 if b.kind in _CONSTRAINTS else 0
+    return hints((g.nodes[0], g.blockers) for g in groups)
 
 
 def group_reason(group: NodeGroup) -> str:
@@ -148,6 +115,7 @@ def group_json(group: NodeGroup) -> dict[str, Any]:
                 "mode": f.mode,
                 "wanted": f.wanted,
                 "funnel": dict(f.rows()),
+                "bottleneck": f.bottleneck,
             }
             for f in group.funnels
         ],
@@ -181,8 +149,15 @@ def pod_claims(scheduler: Scheduler, pod: Pod) -> list[ResourceClaim]:
             template = scheduler.store.get(
                 ResourceClaimTemplate, entry.resource_claim_template_name, pod.namespace
             )
-            claim = generated_claim(pod, entry, template)
+            claim = _unsaved(generated_claim(pod, entry, template))
         else:
             raise Unschedulable(f"pod claim {entry.name!r} names no claim")
         claims.append(claim)
     return claims
+
+
+def _unsaved(claim: ResourceClaim) -> ResourceClaim:
+    """A claim not generated yet, named by its prefix (`pod-entry-`) so that blockers and
+    hints say whose it is (the API server adds the suffix only when creating it)."""
+    meta = msgspec.structs.replace(claim.metadata, name=claim.metadata.generate_name)
+    return msgspec.structs.replace(claim, metadata=meta)

@@ -83,6 +83,7 @@ from kubedra.scheduler.claims import (
 )
 from kubedra.scheduler.feed import Feed, LogFeed
 from kubedra.scheduler.funnels import format_funnel
+from kubedra.scheduler.hints import hints
 from kubedra.scheduler.nodes import add_requests, filter_node, pod_requests
 from kubedra.scheduler.policies import Candidate, Policy, make_policy
 from kubedra.scheduler.policies.base import refs_of
@@ -1076,8 +1077,9 @@ def _explained(
     misses: Sequence[Unsatisfiable], blocked: dict[str, Blockers], holders: Holders
 ) -> str:
     """kubedra's explanation of a pod that fit nowhere: on the node that came closest (the
-    most devices left at the last stage), the blockers and the allocator's funnel; and a
-    node where releasing claims would make it fit, if the diagnosis found one."""
+    most devices left at the last stage), the blockers and the allocator's funnel; then
+    what would make it fit (a release, else the nearest node), from the diagnosed nodes
+    and that one."""
     with_funnels = [m for m in misses if m.funnels]
     if not with_funnels:
         return ""
@@ -1085,11 +1087,7 @@ def _explained(
     why = blocked[best.node] if best.node in blocked else diagnose(best, holders)
     funnels = "; ".join(format_funnel(f) for f in best.funnels)
     text = f"on node {best.node}, {'; '.join(map(str, why)) or best.summary}: {funnels}"
-    release = next(((n, b) for n, bs in blocked.items() for b in bs if b.release), None)
-    if release is not None:
-        node, b = release
-        text += f"; fits on {node} if claim(s) {', '.join(b.release)} were released"
-    return text
+    return "; ".join([text, *hints({**blocked, best.node: why}.items())])
 
 
 def _without_reservations(claim: ResourceClaim, uids: set[str]) -> ResourceClaim | None:
