@@ -83,6 +83,7 @@ def test_explain_bound_pod_names_devices_why_and_funnel(placed: str) -> None:
         "  2 node(s) [h100x8-0, h100x8-1]: fits",
         "    gpu (need 1): 12 in pools -> 8 class selectors -> 8 request selectors -> 8 untainted -> 8 free -> 8 fit",
         "  2 node(s) [l4x4-0, l4x4-1]: cannot allocate all claims",
+        "    blocked: default/vllm-gpu-claim gpu: class high-memory-gpu admits 0 of the node's 4 device(s), 1 needed",
         "    gpu (need 1): 4 in pools -> 0 class selectors -> 0 request selectors -> 0 untainted -> 0 free -> 0 fit",
     ]
 

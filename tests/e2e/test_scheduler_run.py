@@ -19,7 +19,7 @@ from kubedra.api.core import Pod
 from kubedra.api.resource import ResourceClaim
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.devcluster.harness import DevCluster
-from kubedra.devcluster.workload import claim_pod, create_all, gpu_nodes, gpu_template
+from kubedra.devcluster.workload import GPU_CLASS, claim_pod, create_all, gpu_nodes, gpu_template
 from kubedra.scheduler.binding import FINALIZER
 from kubedra.scheduler.claims import POD_CLAIM_NAME_ANNOTATION
 from kubedra.scheduler.verify import check_allocations
@@ -90,13 +90,15 @@ def test_a_pod_that_fits_nowhere_says_why_on_its_condition_and_event(
     wait_for("FailedScheduling", failed)
     (event,) = failed()
     assert event["reportingComponent"] == "kubedra" and event["type"] == "Warning"
-    assert event["message"].startswith("0/2 nodes are available: 2 cannot allocate all claims.")
-    assert "kubedra: on node gpu-000" in event["message"]
+    # kube-scheduler's form, with kubedra's blocker in brackets (upstream: the summary alone).
+    summary = (f"0/2 nodes are available: 2 cannot allocate all claims (gpus: class {GPU_CLASS} "
+               "admits 8 of 9 devices).")
+    assert event["message"].startswith(f"{summary} kubedra: on node gpu-000")
     assert "gpus (need 9): 12 in pools -> 8 class selectors" in event["message"]
     pod = gpus.get(Pod, "too-big")
     (condition,) = [c for c in pod.status.conditions if c.type == "PodScheduled"]  # type: ignore[union-attr]
     assert (condition.status, condition.reason) == ("False", "Unschedulable")
-    assert condition.message == "0/2 nodes are available: 2 cannot allocate all claims."
+    assert condition.message == summary
     described = cluster.kubectl("describe", "pod", "too-big")
     assert "FailedScheduling" in described and "kubedra: on node" in described
 

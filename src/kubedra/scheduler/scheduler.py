@@ -41,7 +41,8 @@ from kubedra.allocator import (
     NodeInfo,
     allocate,
 )
-from kubedra.allocator.explain import Unsatisfiable
+from kubedra.allocator.blockers import Holders, diagnose, holders_of
+from kubedra.allocator.explain import Blocker, Unsatisfiable
 from kubedra.api.core import Namespace, Node, Pod
 from kubedra.api.kinds import KubeObjectT
 from kubedra.api.meta import KubeObject
@@ -82,6 +83,7 @@ from kubedra.scheduler.claims import (
 )
 from kubedra.scheduler.feed import Feed, LogFeed
 from kubedra.scheduler.funnels import format_funnel
+from kubedra.scheduler.hints import hints
 from kubedra.scheduler.nodes import add_requests, filter_node, pod_requests
 from kubedra.scheduler.policies import Candidate, Policy, make_policy
 from kubedra.scheduler.policies.base import refs_of
@@ -106,6 +108,8 @@ FEED_KINDS: tuple[type[KubeObject], ...] = (
 )
 # Kinds whose change can make an unschedulable pod fit (upstream's queueing hints).
 WAKING_KINDS = (ResourceSlice, ResourceClaim, DeviceClass, Node, DeviceTaintRule)
+DIAGNOSED_NODES = 32  # refused nodes whose blocker the PodScheduled message names
+Blockers = tuple[Blocker, ...]
 EVENT_NOTE_DETAIL = "kubedra: "  # what FailedScheduling adds to kube-scheduler's summary
 
 __all__ = ["FINALIZER", "MAX_RESERVED_FOR"]
@@ -673,8 +677,14 @@ class Scheduler:
             if len(found) >= self.policy.candidates:
                 break
         if not found:
+            # Bounded: diagnosing runs on failure only, but a pod can fail on many nodes.
+            holders = holders_of(self._claims()) if misses else {}
+            blocked = {m.node: diagnose(m, holders) for m in misses[:DIAGNOSED_NODES]}
             why = (
-                Unschedulable(_nowhere(len(nodes), reasons), _explained(misses))
+                Unschedulable(
+                    _nowhere(len(nodes), _with_blockers(reasons, misses, blocked)),
+                    _explained(misses, blocked, holders),
+                )
                 if only is None
                 else self._failed[equivalent][0]
             )
@@ -1044,15 +1054,40 @@ def _name(obj: KubeObject) -> str:
     return f"{obj.namespace}/{obj.name}"
 
 
-def _explained(misses: Sequence[Unsatisfiable]) -> str:
-    """kubedra's explanation of a pod that fit nowhere: the allocator's funnel on the node
-    that came closest (the most devices left at the last stage)."""
+def _with_blockers(
+    reasons: dict[str, int], misses: Sequence[Unsatisfiable], blocked: dict[str, Blockers]
+) -> dict[str, int]:
+    """The reasons with kubedra's blockers in brackets after the allocator's summary, for
+    the refused nodes that were diagnosed (`blocked`, by node)."""
+    out = dict(reasons)
+    for miss in misses:
+        blockers = blocked.get(miss.node)
+        if not blockers or out.get(miss.summary, 0) <= 0:
+            continue
+        short = "; ".join(f"{b.request or b.claim}: {b.short}" for b in blockers)
+        out[miss.summary] -= 1
+        if not out[miss.summary]:
+            del out[miss.summary]
+        key = f"{miss.summary} ({short})"
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def _explained(
+    misses: Sequence[Unsatisfiable], blocked: dict[str, Blockers], holders: Holders
+) -> str:
+    """kubedra's explanation of a pod that fit nowhere: on the node that came closest (the
+    most devices left at the last stage), the blockers and the allocator's funnel; then
+    what would make it fit (a release, else the nearest node), from the diagnosed nodes
+    and that one."""
     with_funnels = [m for m in misses if m.funnels]
     if not with_funnels:
         return ""
     best = max(with_funnels, key=lambda m: sum(f.counts[-1] for f in m.funnels))
+    why = blocked[best.node] if best.node in blocked else diagnose(best, holders)
     funnels = "; ".join(format_funnel(f) for f in best.funnels)
-    return f"on node {best.node}, {best.summary}: {funnels}"
+    text = f"on node {best.node}, {'; '.join(map(str, why)) or best.summary}: {funnels}"
+    return "; ".join([text, *hints({**blocked, best.node: why}.items())])
 
 
 def _without_reservations(claim: ResourceClaim, uids: set[str]) -> ResourceClaim | None:
