@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -278,3 +283,28 @@ def _condition(store: SqliteStore, name: str) -> tuple[str, str | None, str | No
     (condition,) = [c for c in found.status.conditions if c.type == "EvictionInProgress"]
     assert condition.observed_generation == found.metadata.generation
     return condition.status, condition.reason, condition.message
+
+
+def test_controller_run_command_evicts_until_stopped(tmp_path: Path, store: SqliteStore) -> None:
+    """`kubedra controller run` as a user starts it: a process that evicts as taints come,
+    and stops cleanly on SIGTERM."""
+    claim(store, "c0", count=2)
+    running(store, ("p0", "c0"))
+    env = {**os.environ, "KUBEDRA_STORE": str(tmp_path / "state.db")}
+    env.pop("KUBECONFIG", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubedra", "controller", "run", "--interval", "0.1"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        assert exists(store, "p0")
+        rule(store, "broken", device=None)
+        deadline = time.monotonic() + 30
+        while exists(store, "p0") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not exists(store, "p0")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "device-taint-eviction-controller" in err and "Traceback" not in err
