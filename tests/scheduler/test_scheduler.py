@@ -8,7 +8,8 @@ import msgspec
 import pytest
 
 from kubedra.api.codec import decode_object
-from kubedra.api.core import Pod, PodStatus
+from kubedra.api.core import Node, Pod, PodStatus
+from kubedra.api.quantity import Quantity
 from kubedra.api.resource import ResourceClaim
 from kubedra.cluster import SqliteStore
 from kubedra.errors import NotFound
@@ -286,3 +287,41 @@ def test_a_pod_like_one_that_fit_nowhere_fails_the_same_way_until_something_is_f
     assert outcomes[0].message == b.message  # the loser fails as before, from n1 alone
     with pytest.raises(Unschedulable):  # and nothing was freed since
         scheduler._retry_scope(equivalent)
+
+
+def _extended_pod(store: SqliteStore, name: str, resource: str = "example.com/gpu",
+                  count: int = 1, where: str = "limits") -> None:
+    store.create(decode_object({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "job", "resources": {where: {resource: count}}}]}}).obj)
+
+
+@pytest.mark.parametrize("where", ["limits", "requests"])
+def test_an_extended_resource_nothing_offers_leaves_the_pod_pending(
+    store: SqliteStore, where: str
+) -> None:
+    """Neither a DeviceClass nor the node serves example.com/gpu: upstream's NodeResourcesFit
+    refuses every node (no scheduling with no devices)."""
+    gpu_node(store, "n1", gpus=2)
+    _extended_pod(store, "wants", where=where)
+    (outcome,) = Scheduler(store).run_once()
+    assert outcome.node is None
+    assert outcome.message == "0/1 nodes are available: 1 Insufficient example.com/gpu."
+    assert store.list(ResourceClaim) == []
+
+
+def test_an_extended_resource_a_node_offers_is_counted_there(store: SqliteStore) -> None:
+    """A device plugin's resource in the node's allocatable: pods take it until none is left."""
+    gpu_node(store, "n1", gpus=2)
+    gpu_node(store, "n2", gpus=2)
+    node = store.get(Node, "n2")
+    assert node.status is not None
+    allocatable = {**node.status.allocatable, "example.com/gpu": Quantity.parse("2")}
+    store.update_status(msgspec.structs.replace(
+        node, status=msgspec.structs.replace(node.status, allocatable=allocatable)))
+    for i in range(3):
+        _extended_pod(store, f"p{i}")
+    outcomes = {o.pod: o for o in Scheduler(store).run_once()}
+    assert [outcomes[f"default/p{i}"].node for i in range(3)] == ["n2", "n2", None]
+    assert outcomes["default/p2"].message == (
+        "0/2 nodes are available: 2 Insufficient example.com/gpu.")

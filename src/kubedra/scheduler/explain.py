@@ -16,7 +16,6 @@ from kubedra.api.core import Node, Pod
 from kubedra.api.quantity import Quantity
 from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
 from kubedra.scheduler.claims import generated_claim, recorded_claim_name
-from kubedra.scheduler.nodes import filter_node
 from kubedra.scheduler.scheduler import Scheduler, Unschedulable
 
 
@@ -58,7 +57,7 @@ def _outcome(
     used: Mapping[str, Quantity],
 ) -> NodeGroup:
     if pod is not None:
-        fit = filter_node(pod, node, used)
+        fit = scheduler.node_fit(pod, node, used)
         if not fit.fits:
             return NodeGroup((node.name,), False, fit.reason)
     namespace = pod.namespace if pod is not None else (claims[0].namespace if claims else "")

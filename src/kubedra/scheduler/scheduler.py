@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,7 +82,13 @@ from kubedra.scheduler.claims import (
 )
 from kubedra.scheduler.feed import Feed, LogFeed
 from kubedra.scheduler.funnels import format_funnel
-from kubedra.scheduler.nodes import add_requests, filter_node, pod_requests
+from kubedra.scheduler.nodes import (
+    NodeFit,
+    add_requests,
+    asks_node_resources,
+    filter_node,
+    pod_requests,
+)
 from kubedra.scheduler.policies import Candidate, Policy, make_policy
 from kubedra.scheduler.policies.base import refs_of
 from kubedra.scheduler.queue import SchedulingQueue, pod_key
@@ -711,16 +717,21 @@ class Scheduler:
             reasons["node(s) didn't match Pod's node affinity/selector or taints"] = excluded
         if only is not None:
             static = [name for name in static if name in only]
-        if not any(q.sign() > 0 for k, q in needs.items() if k in ("cpu", "memory")):
+        if not asks_node_resources(needs):
             return static
         usage, fitting = self.node_usage(), []
         for name in static:
-            fit = filter_node(pod, nodes[name], usage.get(name, {}))
+            fit = self.node_fit(pod, nodes[name], usage.get(name, {}))
             if fit.fits:
                 fitting.append(name)
             else:
                 reasons[fit.reason] = reasons.get(fit.reason, 0) + 1
         return fitting
+
+    def node_fit(self, pod: Pod, node: Node, used: Mapping[str, Quantity]) -> NodeFit:
+        """The non-DRA filters for `pod` on `node` (extended resources that DeviceClasses
+        map are left to the allocator)."""
+        return filter_node(pod, node, used, extended_resource_classes(self.classes().values()))
 
     def _static_nodes(self, pod: Pod, constraints: bytes) -> list[str]:
         """The owned nodes a pod may go to by its node constraints alone (cached)."""
