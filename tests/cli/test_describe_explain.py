@@ -113,3 +113,26 @@ def test_explain_bound_pod_with_a_generated_claim_and_subrequests(tmp_path: Path
         "/gpu/h100: gpu.nvidia.com/h100x8-0/gpu-0 (NVIDIA H100 80GB HBM3, 81559Mi)")
     assert lines[3].endswith('; the request adds device.attributes["gpu.nvidia.com"].productName.contains("H100")')
     assert "devices that fit: 8 for gpu/h100, 0 for gpu/l4" in lines[4]
+
+
+def test_explain_pod_counts_the_claim_of_its_extended_resources(tmp_path: Path) -> None:
+    """A pod asking for more of a DRA-served extended resource than any node has: explain
+    names the generated claim's shortfall instead of saying "fits", and creates nothing."""
+    store = str(tmp_path / "s.db")
+    manifest = tmp_path / "legacy.yaml"
+    manifest.write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: legacy}\n"
+        "spec:\n  extendedResourceName: example.com/gpu\n"
+        "  selectors: [{cel: {expression: 'device.driver == \"gpu.nvidia.com\"'}}]\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: big}\n"
+        "spec:\n  containers: [{name: job, resources: {limits: {example.com/gpu: 9}}}]\n")
+    for args in (["cluster", "create", "--node-profile", "h100x8=1"], ["apply", "-f", str(manifest)]):
+        run = kubedra("--store", store, *args)
+        assert run.returncode == 0, run.stderr
+    out = kubedra("--store", store, "explain", "pod", "big")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1:3] == [
+        "  1 node(s) [h100x8-0]: cannot allocate all claims",
+        "    container-0-request-0 (need 9): 12 in pools -> 8 class selectors -> "
+        "8 request selectors -> 8 untainted -> 8 free -> 8 fit"]
+    assert kubedra("--store", store, "get", "resourceclaims", "-o", "name").stdout == ""

@@ -10,10 +10,14 @@ import pytest
 from kubedra.api.codec import decode_object
 from kubedra.api.core import Node, Pod, PodStatus
 from kubedra.api.quantity import Quantity
-from kubedra.api.resource import ResourceClaim
+from kubedra.api.resource import DeviceClass, ResourceClaim
 from kubedra.cluster import SqliteStore
 from kubedra.errors import NotFound
-from kubedra.scheduler.claims import POD_CLAIM_NAME_ANNOTATION
+from kubedra.scheduler.claims import (
+    POD_CLAIM_NAME_ANNOTATION,
+    extended_resource_claim,
+    extended_resource_classes,
+)
 from kubedra.scheduler.scheduler import Scheduler, Unschedulable
 from tests.scheduler.cluster import gpu_node, gpu_pod, gpu_template, new_store
 
@@ -325,3 +329,51 @@ def test_an_extended_resource_a_node_offers_is_counted_there(store: SqliteStore)
     assert [outcomes[f"default/p{i}"].node for i in range(3)] == ["n2", "n2", None]
     assert outcomes["default/p2"].message == (
         "0/2 nodes are available: 2 Insufficient example.com/gpu.")
+
+
+def _legacy_class(store: SqliteStore, resource: str = "example.com/gpu") -> None:
+    store.create(decode_object({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "legacy"},
+        "spec": {"extendedResourceName": resource, "selectors": [
+            {"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]}}).obj)
+
+
+def test_the_extended_resource_claim_is_created_only_once_a_node_is_chosen(
+    store: SqliteStore,
+) -> None:
+    """Upstream's scheduler creates it in PreBind: a pod that fits nowhere leaves none."""
+    gpu_node(store, "n1", gpus=2)
+    _legacy_class(store)
+    _extended_pod(store, "big", count=3)
+    scheduler = Scheduler(store)
+    for _ in range(2):
+        (outcome,) = scheduler.run_once() or [scheduler.schedule(store.get(Pod, "big"))]
+        assert outcome.node is None and "cannot allocate all claims" in outcome.message
+    assert store.list(ResourceClaim) == []
+    status = store.get(Pod, "big").status
+    assert status is None or status.extended_resource_claim_status is None
+    gpu_node(store, "n2", gpus=4)
+    (placed,) = scheduler.run_once()
+    assert placed.node == "n2" and len(placed.devices) == 3
+    (claim,) = store.list(ResourceClaim)
+    status = store.get(Pod, "big").status
+    assert status is not None and status.extended_resource_claim_status is not None
+    assert status.extended_resource_claim_status.resource_claim_name == claim.name
+    assert claim.name.startswith("big-extended-resources-") and len(claim.name) == len(
+        "big-extended-resources-") + 5
+    assert claim.status is not None and [r.name for r in claim.status.reserved_for] == ["big"]
+
+
+def test_an_extended_resource_claim_left_unrecorded_is_reused(store: SqliteStore) -> None:
+    """A scheduler that died between creating the claim and recording it in the pod: the
+    next one finds the claim by its owner and annotation, and creates no second one."""
+    gpu_node(store, "n1", gpus=2)
+    _legacy_class(store)
+    _extended_pod(store, "job", count=2)
+    served = extended_resource_classes(store.list(DeviceClass))
+    orphan = extended_resource_claim(store.get(Pod, "job"), served)
+    assert orphan is not None
+    store.create(orphan)
+    (outcome,) = Scheduler(store).run_once()
+    assert outcome.node == "n1"
+    assert [c.name for c in store.list(ResourceClaim)] == [orphan.name]

@@ -71,7 +71,8 @@ def _outcome(
 
 def pod_claims(scheduler: Scheduler, pod: Pod) -> list[ResourceClaim]:
     """The pod's claims as the scheduler resolves them (templates: the generated claim, or
-    an unsaved one when not generated yet, so a pending pod can be explained)."""
+    an unsaved one when not generated yet, so a pending pod can be explained; likewise the
+    claim of its extended resources)."""
     scheduler.refresh()
     claims = []
     for entry in pod.spec.resource_claims:
@@ -86,4 +87,5 @@ def pod_claims(scheduler: Scheduler, pod: Pod) -> list[ResourceClaim]:
         else:
             raise Unschedulable(f"pod claim {entry.name!r} names no claim")
         claims.append(claim)
-    return claims
+    extended = scheduler.extended_claim(pod)  # the claim of DRA-served extended resources
+    return claims + ([extended] if extended is not None else [])

@@ -75,6 +75,7 @@ from kubedra.scheduler.claims import (
     extended_resource_claim,
     extended_resource_classes,
     generated_claim,
+    is_extended_claim_of,
     is_owned_by,
     recorded_claim_name,
     with_claim_status,
@@ -153,6 +154,7 @@ class Plan:
     claims: list[ResourceClaim]
     candidate: Candidate
     started: float  # perf_counter at the start of the scheduling cycle
+    served: dict[str, str] = field(default_factory=dict)  # extended resource -> class
 
 
 @dataclass(frozen=True)
@@ -289,7 +291,8 @@ class Scheduler:
         except Unschedulable as why:
             return self._unschedulable(current, why)
         self._assume(current, claims, candidate)
-        return Plan(current, claims, candidate, started)
+        served = extended_resource_classes(self.classes().values())
+        return Plan(current, claims, candidate, started, served)
 
     def write(self, plan: Plan) -> Written:
         """The binding cycle's writes (no access to the view: it may run in another
@@ -307,6 +310,8 @@ class Scheduler:
             if _is_allocated(claim) and reserved_for(claim, consumer.uid):
                 continue  # written by an earlier cycle that died before binding
             try:
+                if claim.metadata.resource_version is None:
+                    claim = self._create_extended(pod, claim, plan.served)
                 done.append(
                     reserve_claim(
                         self.store,
@@ -320,6 +325,16 @@ class Scheduler:
             except KubedraError as err:
                 return Written(done, stage="claims", error=err)
         return Written(done)
+
+    def _create_extended(
+        self, pod: Pod, claim: ResourceClaim, served: dict[str, str]
+    ) -> ResourceClaim:
+        """Store the pod's extended-resource claim and record it in the pod's status."""
+        created = self.store.create(claim)
+        update_status_retrying(
+            self.store, pod, lambda current: with_extended_claim(current, created, served)
+        )
+        return created
 
     def bind(self, plan: Plan, written: Written) -> Written:
         try:
@@ -604,26 +619,27 @@ class Scheduler:
             if entry.resource_claim_template_name and not is_owned_by(found, pod):
                 raise Unschedulable(f'resource claim "{name}" was not created for this pod')
             claims.append(found)
-        extended = self._extended_claim(pod)
+        extended = self.extended_claim(pod)
         return claims + ([extended] if extended is not None else [])
 
-    def _extended_claim(self, pod: Pod) -> ResourceClaim | None:
-        """The claim for extended resources served by DRA classes (created on first need,
-        by the scheduler, as upstream's)."""
+    def extended_claim(self, pod: Pod) -> ResourceClaim | None:
+        """The claim for the pod's extended resources that DRA classes serve: the one
+        recorded in its status (or generated for it by an attempt that died before
+        recording it), else a new one, not stored: the binding cycle creates it (upstream's
+        PreBind), so a pod that never fits leaves no claim behind."""
         served = extended_resource_classes(self.classes().values())
         if not served:
             return None
         recorded = pod.status.extended_resource_claim_status if pod.status else None
+        claims = self._cache.of(ResourceClaim)
         if recorded is not None:
-            found = self._cache.of(ResourceClaim).get((pod.namespace, recorded.resource_claim_name))
+            found = claims.get((pod.namespace, recorded.resource_claim_name))
             if isinstance(found, ResourceClaim):
                 return found
-        claim = extended_resource_claim(pod, served)
-        if claim is None:
-            return None
-        claim = self._mine(self.store.create(claim))
-        self._mine(self.store.update_status(with_extended_claim(pod, claim, served)))
-        return claim
+        for claim in claims.values():
+            if isinstance(claim, ResourceClaim) and is_extended_claim_of(claim, pod):
+                return claim
+        return extended_resource_claim(pod, served)
 
     def _generate(self, pod: Pod, entry: str, template_name: str) -> tuple[ResourceClaim, Pod]:
         template = self._cache.of(ResourceClaimTemplate).get((pod.namespace, template_name))
