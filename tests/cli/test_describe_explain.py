@@ -10,6 +10,7 @@ import pytest
 
 from tests.cli.test_lint import kubedra
 from tests.conftest import REPO
+from tests.scheduler.cluster import gpu_node, gpu_pod, new_store, user_claim
 
 
 @pytest.fixture
@@ -136,3 +137,17 @@ def test_explain_pod_counts_the_claim_of_its_extended_resources(tmp_path: Path) 
         "    container-0-request-0 (need 9): 12 in pools -> 8 class selectors -> "
         "8 request selectors -> 8 untainted -> 8 free -> 8 fit"]
     assert kubedra("--store", store, "get", "resourceclaims", "-o", "name").stdout == ""
+
+
+def test_schedule_shows_the_devices_of_a_shared_claim_a_pod_joins(tmp_path: Path) -> None:
+    """The second pod of a shared claim allocates nothing new: it still runs on the claim's
+    devices, and `schedule` says which (not "no devices")."""
+    store = new_store(tmp_path)
+    gpu_node(store, "n1", gpus=2)
+    user_claim(store, "shared")
+    gpu_pod(store, "first", claim="shared")
+    first = kubedra("--store", str(tmp_path / "state.db"), "schedule")
+    assert first.stdout == "pod/first -> n1 (gpu.nvidia.com/n1/gpu-0)\n", first.stderr
+    gpu_pod(store, "second", claim="shared")
+    second = kubedra("--store", str(tmp_path / "state.db"), "schedule")
+    assert second.stdout == "pod/second -> n1 (gpu.nvidia.com/n1/gpu-0)\n", second.stderr

@@ -142,8 +142,9 @@ class Outcome:
     pod: str  # namespace/name
     node: str | None
     message: str = ""
-    devices: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()  # allocated for the pod in this cycle
     result: str = "scheduled"  # scheduled, unschedulable, waiting, error (metrics' labels)
+    joined: tuple[str, ...] = ()  # of claims allocated before (a shared claim the pod joined)
 
 
 @dataclass(frozen=True)
@@ -363,7 +364,17 @@ class Scheduler:
                     f"Successfully assigned {_name(pod)} to {node}",
                 )
             )
-            return Outcome(_name(pod), node, devices=tuple(str(r) for r in plan.candidate.refs))
+            before = [
+                r
+                for r, c in zip(plan.candidate.results, plan.claims, strict=True)
+                if _is_allocated(c)
+            ]
+            return Outcome(
+                _name(pod),
+                node,
+                devices=tuple(str(r) for r in plan.candidate.refs),
+                joined=tuple(str(r) for r in refs_of(before)),
+            )
         keys = {key_of(c) for c in written.claims}
         for claim in plan.claims:
             if key_of(claim) not in keys:
