@@ -18,31 +18,19 @@ from kubedra.api.codec import decode_object, to_dict
 from kubedra.api.core import Pod
 from kubedra.api.resource import DeviceTaintRule, ResourceClaim, ResourceSlice
 from kubedra.cluster import SqliteStore
-from kubedra.cluster.events import Event
 from kubedra.cluster.store import EventType
 from kubedra.controllers.taint_eviction import DeviceTaintEvictionController
 from kubedra.errors import NotFound
 from kubedra.scheduler.scheduler import Scheduler
 from tests.scheduler.cluster import gpu_node, gpu_pod, new_store
+from tests.scheduler.test_cluster_mode import Events
 
 ADDED = "2026-01-01T00:00:00Z"
 T0 = datetime.fromisoformat(ADDED).timestamp()
 
 
-class Events:
-    """A recorder that keeps what it is given."""
-
-    def __init__(self) -> None:
-        self.seen: list[Event] = []
-
-    def record(self, event: Event) -> None:
-        self.seen.append(event)
-
-    def close(self) -> None:
-        pass
-
-    def notes(self, pod: str) -> list[str]:
-        return [f"{e.reason}: {e.note}" for e in self.seen if e.regarding.name == pod]
+def notes(events: Events, pod: str) -> list[str]:
+    return [f"{e.reason}: {e.note}" for e in events.events if e.regarding.name == pod]
 
 
 class Clock:
@@ -130,8 +118,8 @@ def test_untolerated_rule_taint_deletes_the_pod_with_condition_and_event(
     (condition,) = [c for c in written[0].status.conditions if c.type == "DisruptionTarget"]
     assert (condition.status, condition.reason) == ("True", "DeletionByDeviceTaintManager")
     assert condition.message == "Device Taint manager: deleting due to NoExecute taint"
-    assert events.notes(on_gpu0) == ["DeviceTaintManagerEviction: Marking for deletion"]
-    assert events.notes(other) == []
+    assert notes(events, on_gpu0) == ["DeviceTaintManagerEviction: Marking for deletion"]
+    assert notes(events, other) == []
 
 
 @pytest.mark.parametrize(("toleration", "evicted_at"), [
@@ -178,7 +166,26 @@ def test_eviction_is_cancelled_when_the_taint_goes(
     clock.now = T0 + 120
     assert ctl.sync().evicted == []
     assert exists(store, "p0")
-    assert events.notes("p0") == ["DeviceTaintManagerEviction: Cancelling deletion"]
+    assert notes(events, "p0") == ["DeviceTaintManagerEviction: Cancelling deletion"]
+
+
+def test_a_pod_recreated_under_the_name_is_not_evicted(
+    store: SqliteStore, events: Events
+) -> None:
+    """The claim is reserved for the pod's uid: the pod that takes its name is another."""
+    claim(store, "c0", [{"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}],
+          count=2)
+    running(store, ("p0", "c0"))
+    rule(store, "broken")
+    clock = Clock(T0)
+    ctl = DeviceTaintEvictionController(store, clock=clock, recorder=events)
+    assert ctl.sync().pending == {"default/p0": T0 + 60}
+    store.delete(Pod, "p0")
+    gpu_pod(store, "p0", claim="c0", nodeName="n1")
+    clock.now = T0 + 61
+    result = ctl.sync()
+    assert (result.evicted, result.cancelled) == ([], [])
+    assert exists(store, "p0") and notes(events, "p0") == []
 
 
 @pytest.mark.parametrize(("effect", "evicted"), [

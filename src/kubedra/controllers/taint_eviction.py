@@ -101,7 +101,12 @@ class DeviceTaintEvictionController:
         for event in self.feed.sync():
             self.cache.apply(event)
         now, result = self.clock(), SyncResult()
-        pods = [p for p in self._objects(Pod) if p.metadata.uid not in self._evicted_uids]
+        every = self._objects(Pod)
+        # Deleted pods stay out until the feed shows them gone, then need no memory.
+        self._evicted_uids &= {p.metadata.uid or "" for p in every}
+        pods = [p for p in every if p.metadata.uid not in self._evicted_uids]
+        rules = {r.metadata.uid for r in self._all_rules()}
+        self._evicted_by_rule = {u: n for u, n in self._evicted_by_rule.items() if u in rules}
         evictions = pod_evictions(pods, self._objects(ResourceClaim), self._slices(), self._rules())
         self._cancel(evictions, result)
         self._write_statuses({k: e for k, (_, e) in evictions.items()}, now, result)
