@@ -137,6 +137,12 @@ def test_explain_pod_counts_the_claim_of_its_extended_resources(tmp_path: Path) 
         "    container-0-request-0 (need 9): 12 in pools -> 8 class selectors -> "
         "8 request selectors -> 8 untainted -> 8 free -> 8 fit"]
     assert kubedra("--store", store, "get", "resourceclaims", "-o", "name").stdout == ""
+    unmapped = tmp_path / "unmapped.yaml"
+    unmapped.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: odd}\nspec:\n"
+                        "  containers: [{name: job, resources: {limits: {example.com/fpga: 1}}}]\n")
+    assert kubedra("--store", store, "apply", "-f", str(unmapped)).returncode == 0
+    odd = kubedra("--store", store, "explain", "pod", "odd").stdout
+    assert odd.splitlines()[1] == "  1 node(s) [h100x8-0]: Insufficient example.com/fpga"
 
 
 def test_schedule_shows_the_devices_of_a_shared_claim_a_pod_joins(tmp_path: Path) -> None:
