@@ -127,12 +127,14 @@ class DeviceTaintEvictionController:
         """Sync until `stop` is set, at least every `interval` seconds."""
         try:
             while not stop.is_set():
+                wait = interval
                 try:
                     self.sync()
+                    due = self.next_due()
+                    if due is not None:
+                        wait = min(interval, max(due - self.clock(), 0.0))
                 except KubedraError as err:  # the server away: the next round tries again
                     log.warning("device taint eviction: %s", err)
-                due = self.next_due()
-                wait = interval if due is None else min(interval, max(due - self.clock(), 0.0))
                 stop.wait(wait)
         finally:
             self.feed.close()
