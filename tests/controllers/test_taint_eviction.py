@@ -150,16 +150,25 @@ def test_tolerations_decide_if_and_when(
         assert exists(store, "p0") is not gone, offset
 
 
-def test_eviction_is_cancelled_when_the_taint_goes(
-    store: SqliteStore, events: Events
-) -> None:
+def pending_eviction(
+    store: SqliteStore, events: Events, now: float
+) -> tuple[DeviceTaintEvictionController, Clock]:
+    """p0 on both GPUs, tolerating the rule's taint for 60 s: after a first round at `now`,
+    its eviction waits for T0 + 60."""
     claim(store, "c0", [{"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}],
           count=2)
     running(store, ("p0", "c0"))
     rule(store, "broken")
-    clock = Clock(T0 + 10)
+    clock = Clock(now)
     ctl = DeviceTaintEvictionController(store, clock=clock, recorder=events)
     assert ctl.sync().pending == {"default/p0": T0 + 60}
+    return ctl, clock
+
+
+def test_eviction_is_cancelled_when_the_taint_goes(
+    store: SqliteStore, events: Events
+) -> None:
+    ctl, clock = pending_eviction(store, events, T0 + 10)
     assert ctl.next_due() == T0 + 60
     store.delete(DeviceTaintRule, "broken")
     assert ctl.sync().cancelled == ["default/p0"]
@@ -173,13 +182,7 @@ def test_a_pod_recreated_under_the_name_is_not_evicted(
     store: SqliteStore, events: Events
 ) -> None:
     """The claim is reserved for the pod's uid: the pod that takes its name is another."""
-    claim(store, "c0", [{"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}],
-          count=2)
-    running(store, ("p0", "c0"))
-    rule(store, "broken")
-    clock = Clock(T0)
-    ctl = DeviceTaintEvictionController(store, clock=clock, recorder=events)
-    assert ctl.sync().pending == {"default/p0": T0 + 60}
+    ctl, clock = pending_eviction(store, events, T0)
     store.delete(Pod, "p0")
     gpu_pod(store, "p0", claim="c0", nodeName="n1")
     clock.now = T0 + 61
