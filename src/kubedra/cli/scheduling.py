@@ -60,7 +60,7 @@ def schedule(settings: Settings, policy: str, mode: str) -> None:
     while True:
         for o in scheduler.run_once():
             where = (
-                f"-> {o.node} ({', '.join(o.devices) or 'no devices'})"
+                f"-> {o.node} ({', '.join(o.devices + o.joined) or 'no devices'})"
                 if o.node
                 else f"unschedulable: {o.message}"
             )

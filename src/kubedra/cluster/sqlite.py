@@ -59,6 +59,11 @@ _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
+def generated_name(prefix: str) -> str:
+    """A name as the API server makes one from generateName: the prefix, 5 random characters."""
+    return prefix + "".join(random.choices(_SUFFIX_ALPHABET, k=5))
+
+
 def now_rfc3339(now: datetime | None = None) -> str:
     return (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -443,7 +448,7 @@ class SqliteStore:
 
     def _free_name(self, kind: str, namespace: str, prefix: str) -> str:
         for _ in range(100):
-            name = prefix + "".join(random.choices(_SUFFIX_ALPHABET, k=5))
+            name = generated_name(prefix)
             if self._row(kind, namespace, name) is None:
                 return name
         raise AlreadyExists(f"{kind}: no free name for generateName {prefix!r}")

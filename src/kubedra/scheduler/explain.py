@@ -24,7 +24,6 @@ from kubedra.api.quantity import Quantity
 from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
 from kubedra.scheduler.claims import generated_claim, recorded_claim_name
 from kubedra.scheduler.hints import hints
-from kubedra.scheduler.nodes import filter_node
 from kubedra.scheduler.scheduler import Scheduler, Unschedulable
 
 
@@ -75,7 +74,7 @@ def _outcome(
     holders: Holders,
 ) -> NodeGroup:
     if pod is not None:
-        fit = filter_node(pod, node, used)
+        fit = scheduler.node_fit(pod, node, used)
         if not fit.fits:
             blocker = Blocker("node", "", "", 0, 1, fit.reason, fit.reason)
             return NodeGroup((node.name,), False, fit.reason, blockers=(blocker,))
@@ -138,7 +137,8 @@ def group_json(group: NodeGroup) -> dict[str, Any]:
 
 def pod_claims(scheduler: Scheduler, pod: Pod) -> list[ResourceClaim]:
     """The pod's claims as the scheduler resolves them (templates: the generated claim, or
-    an unsaved one when not generated yet, so a pending pod can be explained)."""
+    an unsaved one when not generated yet, so a pending pod can be explained; likewise the
+    claim of its extended resources)."""
     scheduler.refresh()
     claims = []
     for entry in pod.spec.resource_claims:
@@ -153,7 +153,8 @@ def pod_claims(scheduler: Scheduler, pod: Pod) -> list[ResourceClaim]:
         else:
             raise Unschedulable(f"pod claim {entry.name!r} names no claim")
         claims.append(claim)
-    return claims
+    extended = scheduler.extended_claim(pod)  # the claim of DRA-served extended resources
+    return claims + ([extended] if extended is not None else [])
 
 
 def _unsaved(claim: ResourceClaim) -> ResourceClaim:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +76,7 @@ from kubedra.scheduler.claims import (
     extended_resource_claim,
     extended_resource_classes,
     generated_claim,
+    is_extended_claim_of,
     is_owned_by,
     recorded_claim_name,
     with_claim_status,
@@ -84,7 +85,13 @@ from kubedra.scheduler.claims import (
 from kubedra.scheduler.feed import Feed, LogFeed
 from kubedra.scheduler.funnels import format_funnel
 from kubedra.scheduler.hints import hints
-from kubedra.scheduler.nodes import add_requests, filter_node, pod_requests
+from kubedra.scheduler.nodes import (
+    NodeFit,
+    add_requests,
+    asks_node_resources,
+    filter_node,
+    pod_requests,
+)
 from kubedra.scheduler.policies import Candidate, Policy, make_policy
 from kubedra.scheduler.policies.base import refs_of
 from kubedra.scheduler.queue import SchedulingQueue, pod_key
@@ -139,8 +146,9 @@ class Outcome:
     pod: str  # namespace/name
     node: str | None
     message: str = ""
-    devices: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()  # allocated for the pod in this cycle
     result: str = "scheduled"  # scheduled, unschedulable, waiting, error (metrics' labels)
+    joined: tuple[str, ...] = ()  # of claims allocated before (a shared claim the pod joined)
 
 
 @dataclass(frozen=True)
@@ -151,6 +159,7 @@ class Plan:
     claims: list[ResourceClaim]
     candidate: Candidate
     started: float  # perf_counter at the start of the scheduling cycle
+    served: dict[str, str] = field(default_factory=dict)  # extended resource -> class
 
 
 @dataclass(frozen=True)
@@ -287,7 +296,8 @@ class Scheduler:
         except Unschedulable as why:
             return self._unschedulable(current, why)
         self._assume(current, claims, candidate)
-        return Plan(current, claims, candidate, started)
+        served = extended_resource_classes(self.classes().values())
+        return Plan(current, claims, candidate, started, served)
 
     def write(self, plan: Plan) -> Written:
         """The binding cycle's writes (no access to the view: it may run in another
@@ -305,6 +315,8 @@ class Scheduler:
             if _is_allocated(claim) and reserved_for(claim, consumer.uid):
                 continue  # written by an earlier cycle that died before binding
             try:
+                if claim.metadata.resource_version is None:
+                    claim = self._create_extended(pod, claim, plan.served)
                 done.append(
                     reserve_claim(
                         self.store,
@@ -318,6 +330,16 @@ class Scheduler:
             except KubedraError as err:
                 return Written(done, stage="claims", error=err)
         return Written(done)
+
+    def _create_extended(
+        self, pod: Pod, claim: ResourceClaim, served: dict[str, str]
+    ) -> ResourceClaim:
+        """Store the pod's extended-resource claim and record it in the pod's status."""
+        created = self.store.create(claim)
+        update_status_retrying(
+            self.store, pod, lambda current: with_extended_claim(current, created, served)
+        )
+        return created
 
     def bind(self, plan: Plan, written: Written) -> Written:
         try:
@@ -346,7 +368,17 @@ class Scheduler:
                     f"Successfully assigned {_name(pod)} to {node}",
                 )
             )
-            return Outcome(_name(pod), node, devices=tuple(str(r) for r in plan.candidate.refs))
+            before = [
+                r
+                for r, c in zip(plan.candidate.results, plan.claims, strict=True)
+                if _is_allocated(c)
+            ]
+            return Outcome(
+                _name(pod),
+                node,
+                devices=tuple(str(r) for r in plan.candidate.refs),
+                joined=tuple(str(r) for r in refs_of(before)),
+            )
         keys = {key_of(c) for c in written.claims}
         for claim in plan.claims:
             if key_of(claim) not in keys:
@@ -602,26 +634,27 @@ class Scheduler:
             if entry.resource_claim_template_name and not is_owned_by(found, pod):
                 raise Unschedulable(f'resource claim "{name}" was not created for this pod')
             claims.append(found)
-        extended = self._extended_claim(pod)
+        extended = self.extended_claim(pod)
         return claims + ([extended] if extended is not None else [])
 
-    def _extended_claim(self, pod: Pod) -> ResourceClaim | None:
-        """The claim for extended resources served by DRA classes (created on first need,
-        by the scheduler, as upstream's)."""
+    def extended_claim(self, pod: Pod) -> ResourceClaim | None:
+        """The claim for the pod's extended resources that DRA classes serve: the one
+        recorded in its status (or generated for it by an attempt that died before
+        recording it), else a new one, not stored: the binding cycle creates it (upstream's
+        PreBind), so a pod that never fits leaves no claim behind."""
         served = extended_resource_classes(self.classes().values())
         if not served:
             return None
         recorded = pod.status.extended_resource_claim_status if pod.status else None
+        claims = self._cache.of(ResourceClaim)
         if recorded is not None:
-            found = self._cache.of(ResourceClaim).get((pod.namespace, recorded.resource_claim_name))
+            found = claims.get((pod.namespace, recorded.resource_claim_name))
             if isinstance(found, ResourceClaim):
                 return found
-        claim = extended_resource_claim(pod, served)
-        if claim is None:
-            return None
-        claim = self._mine(self.store.create(claim))
-        self._mine(self.store.update_status(with_extended_claim(pod, claim, served)))
-        return claim
+        for claim in claims.values():
+            if isinstance(claim, ResourceClaim) and is_extended_claim_of(claim, pod):
+                return claim
+        return extended_resource_claim(pod, served)
 
     def _generate(self, pod: Pod, entry: str, template_name: str) -> tuple[ResourceClaim, Pod]:
         template = self._cache.of(ResourceClaimTemplate).get((pod.namespace, template_name))
@@ -721,16 +754,21 @@ class Scheduler:
             reasons["node(s) didn't match Pod's node affinity/selector or taints"] = excluded
         if only is not None:
             static = [name for name in static if name in only]
-        if not any(q.sign() > 0 for k, q in needs.items() if k in ("cpu", "memory")):
+        if not asks_node_resources(needs):
             return static
         usage, fitting = self.node_usage(), []
         for name in static:
-            fit = filter_node(pod, nodes[name], usage.get(name, {}))
+            fit = self.node_fit(pod, nodes[name], usage.get(name, {}))
             if fit.fits:
                 fitting.append(name)
             else:
                 reasons[fit.reason] = reasons.get(fit.reason, 0) + 1
         return fitting
+
+    def node_fit(self, pod: Pod, node: Node, used: Mapping[str, Quantity]) -> NodeFit:
+        """The non-DRA filters for `pod` on `node` (extended resources that DeviceClasses
+        map are left to the allocator)."""
+        return filter_node(pod, node, used, extended_resource_classes(self.classes().values()))
 
     def _static_nodes(self, pod: Pod, constraints: bytes) -> list[str]:
         """The owned nodes a pod may go to by its node constraints alone (cached)."""
