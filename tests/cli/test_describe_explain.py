@@ -133,8 +133,10 @@ def test_explain_pod_counts_the_claim_of_its_extended_resources(tmp_path: Path) 
         assert run.returncode == 0, run.stderr
     out = kubedra("--store", store, "explain", "pod", "big")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[1:3] == [
+    assert out.stdout.splitlines()[1:4] == [
         "  1 node(s) [h100x8-0]: cannot allocate all claims",
+        "    blocked: default/big-extended-resources- container-0-request-0: class legacy "
+        "admits 8 of the node's 12 device(s), 9 needed",
         "    container-0-request-0 (need 9): 12 in pools -> 8 class selectors -> "
         "8 request selectors -> 8 untainted -> 8 free -> 8 fit"]
     assert kubedra("--store", store, "get", "resourceclaims", "-o", "name").stdout == ""

@@ -154,6 +154,8 @@ def pod_claims(scheduler: Scheduler, pod: Pod) -> list[ResourceClaim]:
             raise Unschedulable(f"pod claim {entry.name!r} names no claim")
         claims.append(claim)
     extended = scheduler.extended_claim(pod)  # the claim of DRA-served extended resources
+    if extended is not None and not extended.metadata.uid:
+        extended = _unsaved(extended)  # created by the binding cycle, once a node is chosen
     return claims + ([extended] if extended is not None else [])
 
 
