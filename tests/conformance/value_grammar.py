@@ -1,5 +1,6 @@
 """Plain CEL expressions over the libraries the CEL gap list named: IP and CIDR, quantities,
-semver, strings (offsets past the end too), optional values, mixed numbers, format, regexes.
+semver, strings (offsets past the end too), optional values, mixed numbers, format, regexes,
+URLs.
 
 Inputs are drawn from near-valid text (an octet of 256, a leading zero, a zone, an
 IPv4-mapped address, a fraction with a binary suffix...), where parsers differ most.
@@ -27,6 +28,17 @@ _WORDS = ("", "a", "hello", "héllo", "a,b,c", "AbC", "  x  ")
 _NUMBERS = ("1", "-1", "0", "1u", "0u", "1.5", "-0.0", "9223372036854775807",
             "-9223372036854775808", "18446744073709551615u", "1e300", "0.0/0.0",
             "9223372036854775808.0", "-9223372036854775809.0")  # fmt: skip
+
+# Pieces of URLs, joined at random: schemes, authorities, IPv6 literals and zones, ports,
+# escapes valid or not per part, queries, fragments, and bytes each part must escape.
+_URL_PIECES = ("http://", "https://", "HTTP://", "foo://", "mailto:", "1a:", "//", "/", "///",
+               "@", "u:p@", ":", ":80", ":x", "[::1]", "[fe80::1%25eth0]", "[1.2.3.4]",
+               "example.com", "%", "%2", "%25", "%2F", "%41", "%C3%A4", "%FF", "%zz", "?", "&",
+               "=", ";", "k=v", "#", "[", "]", " ", "+", "*", "!", "'", "~", ".", "..", "a",
+               "ä", "€", "\\", '"', "<", "^", "{", "|", "\t")  # fmt: skip
+_URL_CALLS = ("url({0})", "isURL({0})", "url({0}).getScheme()", "url({0}).getHost()",
+              "url({0}).getHostname()", "url({0}).getPort()", "url({0}).getEscapedPath()",
+              "url({0}).getQuery()", "url({0}) == url({1})", "type(url({0}))")  # fmt: skip
 
 
 def _q(text: str) -> str:
@@ -102,6 +114,13 @@ def _misc_expr(draw: st.DrawFn) -> str:
     ]))  # fmt: skip
 
 
+@st.composite
+def _url_expr(draw: st.DrawFn) -> str:
+    pieces = st.lists(st.sampled_from(_URL_PIECES), max_size=9).map("".join)
+    a, b = draw(pieces), draw(pieces)
+    return draw(st.sampled_from(_URL_CALLS)).format(_q(a), _q(b))
+
+
 @functools.cache
 def cases() -> st.SearchStrategy[ValueCase]:
     def case(tag: str, strategy: st.SearchStrategy[str]) -> st.SearchStrategy[ValueCase]:
@@ -113,4 +132,5 @@ def cases() -> st.SearchStrategy[ValueCase]:
         case("semver", _semver_expr()),
         case("strings", _string_expr()),
         case("numbers/optional/format", _misc_expr()),
+        case("url", _url_expr()),
     )

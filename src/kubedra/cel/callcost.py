@@ -190,7 +190,9 @@ STATIC: dict[str, StaticRule] = {
     "isCIDR": _scan_first,
     "ip.isCanonical": lambda s, lit: Static(ceil(s[0] * 2 * TRAVERSAL)),
     "url": _same_size,
-    "isURL": _scan_first,
+    # URL accessors cost 1; upstream gives their results no size (unknown).
+    **dict.fromkeys(("getScheme", "getHost", "getHostname", "getPort", "getEscapedPath",
+                     "getQuery"), lambda s, lit: Static(1, UNBOUNDED)),  # fmt: skip
     "slice": _slice,
     "flatten": _flatten,
     "lists.range": _range,
@@ -323,7 +325,6 @@ RUNTIME: dict[str, RuntimeRule] = {
         scan(2) + scan(1) + 1 + (scan(len(v[1])) if isinstance(v[1], str) else 0)
     ),
     "url": _rt_scan(0),
-    "isURL": _rt_scan(0),
     "slice": _rt_slice,
     "flatten": _rt_flatten,
     "lists.range": _rt_range,

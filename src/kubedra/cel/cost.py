@@ -23,7 +23,7 @@ from kubedra.cel.callcost import (
     scan,
 )  # fmt: skip
 from kubedra.cel.patterns import device_map
-from kubedra.cel.types import BYTES, CIDR, DYN, IP, QUANTITY, SEMVER, STRING, Type, is_dyn
+from kubedra.cel.types import BYTES, CIDR, DYN, IP, QUANTITY, SEMVER, STRING, URL, Type, is_dyn
 
 _TEXTUAL = (STRING, BYTES)
 _CONSTANT_EQUALITY = (QUANTITY, SEMVER, IP, CIDR)
@@ -163,6 +163,10 @@ class _Estimator:
         textual = any(t in _TEXTUAL for t in types)
         if function == "_==_" and types[0] == types[1] and types[0] in _CONSTANT_EQUALITY:
             return Static(1), result  # Kubernetes' estimator: O(1) for its own types
+        if function == "_==_" and types[0] == types[1] == URL:
+            # Kubernetes' estimator: the right operand's string scanned (it takes the right
+            # one's size for both sides).
+            return Static(scan(sizes[1])), result
         if function in ("_==_", "_!=_") or (function in _ORDERING and textual):
             # cel-go: a traversal of the smaller operand, whatever the types (scalars have
             # size 1, values of unknown size - a semver next to a dyn - are unbounded).
@@ -191,6 +195,8 @@ class _Estimator:
 
     @staticmethod
     def _result_shape(result: Type | None, shapes: list[Shape], own: Static) -> Shape:
+        if result == URL and own.size is not None:
+            return Shape(own.size)  # url() keeps its string's size for equality's estimate
         if result is None or result.name not in ("string", "bytes", "list", "map"):
             return SCALAR if _scalar(result) else UNKNOWN
         if own.size is not None:

@@ -12,6 +12,7 @@ from kubedra.cel.k8s_lib import includes_library, kubernetes_library
 from kubedra.cel.registry import Library
 from kubedra.cel.stdlib import standard_library
 from kubedra.cel.types import ANY, BOOL, DEVICE, DYN, QUANTITY, STRING, Type, map_of
+from kubedra.cel.url_lib import url_library
 
 # Namespaces of global functions written like member calls (`strings.quote(x)`).
 NAMESPACES = frozenset({"strings", "optional", "sets", "lists", "ip"})
@@ -41,6 +42,7 @@ def _base_library(list_attributes: bool) -> Library:
         .merged(optional_library())
         .merged(ip_library())  # IP and CIDR: in the base environment since 1.30
         .merged(cidr_library())
+        .merged(url_library())  # URLs: in the base environment since 1.24
     )
     return lib.merged(includes_library()) if list_attributes else lib
 

@@ -52,6 +52,7 @@ SEMVER = Type("kubernetes.Semver")
 DEVICE = Type("kubernetes.DRADevice")
 IP = Type("net.IP")
 CIDR = Type("net.CIDR")
+URL = Type("kubernetes.URL")
 A = Type("_A")
 B = Type("_B")
 
