@@ -9,7 +9,7 @@ import pytest
 
 from kubedra.cel import CelCompileError, CelError, CelEvalError, compile_selector
 from kubedra.cel import evaluate_expression as run
-from kubedra.cel.values import CelType
+from kubedra.cel.values import CelType, Optional
 from tests.cel.devices import DEVICES
 
 C, E = CelCompileError, CelEvalError
@@ -122,6 +122,9 @@ NUMBER_VALUES: list[tuple[str, object]] = [
     ("quantity('1000m').isInteger() || quantity('2.0').isInteger()", False),
     ("quantity('0.0').add(1).asInteger()", 1),
     ("sign(quantity('-1Ki'))", -1),
+    # asApproximateFloat is the unscaled value times Go's Pow10(scale): rounded twice.
+    ("quantity('100n').asApproximateFloat()", 1.0000000000000001e-07),
+    ("quantity('99999999999999999999m').asApproximateFloat()", 1.0000000000000002e17),
 ]
 
 # Conversions of constants and constant regexes are evaluated when the program is built
@@ -208,6 +211,33 @@ URL_VALUES: list[tuple[str, object]] = [
     ("type(url('/a'))", CelType("kubernetes.URL")),
 ]  # fmt: skip
 
+# Kubernetes' named formats (library format.go): validate() is none, or the messages of
+# apimachinery's validators ("characters" from util/validation, "bytes" from content).
+_LABEL_RE = "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+NAMED_FORMAT_VALUES: list[tuple[str, object]] = [
+    ("format.dns1123Label().validate('abc')", Optional.NONE),
+    ("format.dns1123Label().validate('a.b')", Optional(["must not contain dots"])),
+    ("format.dns1123Label().validate('A')", Optional([
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+        "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+        + _LABEL_RE])),
+    ("format.dns1123Label().validate('" + "a" * 64 + "')",
+     Optional(["must be no more than 63 characters"])),
+    ("format.labelValue().validate('" + "a" * 64 + "')", Optional(["must be no more than 63 bytes"])),
+    ("format.qualifiedName().validate('/x')", Optional(["prefix part must be non-empty"])),
+    ("format.dns1123LabelPrefix().validate('abc-')", Optional.NONE),  # a generateName prefix
+    ("format.uri().validate('x')", Optional(['parse "x": invalid URI for request'])),
+    ("format.uuid().validate('123E4567e89b12d3a456426614174000')", Optional.NONE),
+    ("format.byte().validate('')", Optional(["invalid base64"])),
+    ("format.date().validate('2023-02-29')", Optional(["invalid date"])),
+    ("format.date().validate('0000-02-29')", Optional.NONE),  # year 0 is a leap year
+    ("format.datetime().validate('2024-01-01t23:59:59.5z')", Optional.NONE),
+    ("format.datetime().validate('2024-01-01T24:00:00Z')", Optional(["invalid datetime"])),
+    ("format.named('uri').value() == format.uri() && !format.named('URI').hasValue()", True),
+    ("format.dns1123Label() == format.labelValue()", False),
+    ("type(format.uri())", CelType("kubernetes.NamedFormat")),
+]  # fmt: skip
+
 _URL_ERR = "URL parse error during conversion from string: parse "
 URL_ERRORS: list[tuple[str, type[CelError], str]] = [
     ("url('https://a:b:c/')", E, _URL_ERR + '"https://a:b:c/": invalid port ":b:c" after host'),
@@ -227,7 +257,8 @@ URL_ERRORS: list[tuple[str, type[CelError], str]] = [
     ("string(url('/a'))", C, "found no matching overload for 'string' applied to '(kubernetes.URL)'"),
 ]  # fmt: skip
 
-VALUES = IP_VALUES + OPTIONAL_VALUES + STRING_VALUES + NUMBER_VALUES + FORMAT_VALUES + URL_VALUES
+VALUES = (IP_VALUES + OPTIONAL_VALUES + STRING_VALUES + NUMBER_VALUES + FORMAT_VALUES + URL_VALUES
+          + NAMED_FORMAT_VALUES)  # fmt: skip
 
 
 @pytest.mark.parametrize(("expression", "expected"), VALUES, ids=[v[0][:50] for v in VALUES])
@@ -281,6 +312,9 @@ IP_COSTS = [
     ("isURL('https://user:pass@example.com:80/path?query=val#fragment')", 1),
     ("url('/a').getQuery().size() == 0", 4),
     ("url('mailto:a@b.c') == url('mailto:a@b.c')", 6),
+    # validate: the string scanned against the largest format pattern (128 characters).
+    ("format.dns1123Label().validate('abc').hasValue()", 34),
+    ("format.dns1123Label() == format.dns1123Label()", 9),
 ]
 
 

@@ -45,6 +45,7 @@ def _string_atoms(a: str) -> list[str]:
         f"{a}.model > 'b'",
         f"isURL('/' + {a}.model)",
         f"url('https://' + {a}.model + '.example.com:8080/x').getHostname().startsWith('h')",
+        f"!format.dns1123Label().validate({a}.model).hasValue()",
         f"{a}.model.matches('(')",  # a bad regex: compile error
         f"{a}.model + 1 == 2",  # ill-typed at run time
     ]
@@ -239,6 +240,7 @@ _TAGS = {
                          ".replace(", ".indexOf(", ".substring(", ".trim(", ".format("),
     "regex": (".matches(", ".find(", ".findAll("),
     "url": ("url(", "isURL("),
+    "named-formats": ("format.",),
     "int-attributes": (".index", ".numa"),
     "bool-attributes": (".healthy",),
     "semver": ("semver(", "driverVersion"),

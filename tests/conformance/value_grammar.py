@@ -1,6 +1,6 @@
 """Plain CEL expressions over the libraries the CEL gap list named: IP and CIDR, quantities,
 semver, strings (offsets past the end too), optional values, mixed numbers, format, regexes,
-URLs.
+URLs, and Kubernetes' named formats (`format.dns1123Label().validate(...)`).
 
 Inputs are drawn from near-valid text (an octet of 256, a leading zero, a zone, an
 IPv4-mapped address, a fraction with a binary suffix...), where parsers differ most.
@@ -39,6 +39,14 @@ _URL_PIECES = ("http://", "https://", "HTTP://", "foo://", "mailto:", "1a:", "//
 _URL_CALLS = ("url({0})", "isURL({0})", "url({0}).getScheme()", "url({0}).getHost()",
               "url({0}).getHostname()", "url({0}).getPort()", "url({0}).getEscapedPath()",
               "url({0}).getQuery()", "url({0}) == url({1})", "type(url({0}))")  # fmt: skip
+
+_FORMATS = ("dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName",
+            "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue",
+            "uri", "uuid", "byte", "date", "datetime")  # fmt: skip
+# Pieces of names, dates, UUIDs and base64, joined at random (with lengths past 63).
+_NAME_PIECES = ("a", "Z", "0", "-", ".", "_", "/", "é", "example.com", "my-name", "a" * 30,
+                "2024-02-29", "2023-02-29", "T", "t", "10:00:00", "23:59:60", "z", "+01:00",
+                ".123", "123e4567", "e89b", "aGk=", "==", ":", "http://x")  # fmt: skip
 
 
 def _q(text: str) -> str:
@@ -121,6 +129,17 @@ def _url_expr(draw: st.DrawFn) -> str:
     return draw(st.sampled_from(_URL_CALLS)).format(_q(a), _q(b))
 
 
+@st.composite
+def _named_format_expr(draw: st.DrawFn) -> str:
+    text = _q("".join(draw(st.lists(st.sampled_from(_NAME_PIECES), max_size=8))))
+    name, other = draw(st.sampled_from(_FORMATS)), draw(st.sampled_from(_FORMATS))
+    return draw(st.sampled_from([
+        f"format.{name}().validate({text})", f"format.named('{name}').value().validate({text})",
+        f"format.named({text}).hasValue()", f"format.{name}() == format.{other}()",
+        f"type(format.{name}())",
+    ]))  # fmt: skip
+
+
 @functools.cache
 def cases() -> st.SearchStrategy[ValueCase]:
     def case(tag: str, strategy: st.SearchStrategy[str]) -> st.SearchStrategy[ValueCase]:
@@ -133,4 +152,5 @@ def cases() -> st.SearchStrategy[ValueCase]:
         case("strings", _string_expr()),
         case("numbers/optional/format", _misc_expr()),
         case("url", _url_expr()),
+        case("named formats", _named_format_expr()),
     )

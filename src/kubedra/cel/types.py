@@ -53,6 +53,7 @@ DEVICE = Type("kubernetes.DRADevice")
 IP = Type("net.IP")
 CIDR = Type("net.CIDR")
 URL = Type("kubernetes.URL")
+NAMED_FORMAT = Type("kubernetes.NamedFormat")
 A = Type("_A")
 B = Type("_B")
 

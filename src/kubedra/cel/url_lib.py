@@ -357,12 +357,17 @@ def parse_url(raw: str) -> URLValue:
         raise CelEvalError(f"URL parse error during conversion from string: {exc}") from None
 
 
-def is_url(raw: str) -> bool:
+def request_uri_problem(raw: str) -> str | None:
+    """Why Go's url.ParseRequestURI refuses `raw` (its error text), or None."""
     try:
         _request_uri(raw)
-    except _ParseError:
-        return False
-    return True
+    except _ParseError as exc:
+        return str(exc)
+    return None
+
+
+def is_url(raw: str) -> bool:
+    return request_uri_problem(raw) is None
 
 
 def url_library() -> Library:
