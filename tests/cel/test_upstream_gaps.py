@@ -299,8 +299,8 @@ def test_ip_library_in_dra_environment() -> None:
         selector.evaluate(DEVICES["empty"])
 
 
-# Estimated costs of the IP/CIDR calls (Kubernetes' library cost estimator; upstream's figures).
-IP_COSTS = [
+# Estimated costs of library calls (Kubernetes' library cost estimator; upstream's figures).
+LIBRARY_COSTS = [
     ('isIP("10.0.0.1")', 1),
     ('cidr("10.0.0.0/24").containsIP("10.0.0.7")', 7),
     ('cidr("10.0.0.0/24").containsCIDR("10.0.0.0/28")', 11),
@@ -318,6 +318,6 @@ IP_COSTS = [
 ]
 
 
-@pytest.mark.parametrize(("expression", "cost"), IP_COSTS, ids=[c[0] for c in IP_COSTS])
-def test_ip_cost(expression: str, cost: int) -> None:
+@pytest.mark.parametrize(("expression", "cost"), LIBRARY_COSTS, ids=[c[0] for c in LIBRARY_COSTS])
+def test_library_cost(expression: str, cost: int) -> None:
     assert compile_selector(expression).estimated_cost == cost
