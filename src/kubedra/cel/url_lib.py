@@ -131,6 +131,22 @@ def _cel_string(text: str) -> str:
     return _bytes(text).decode("utf-8", "replace")
 
 
+def _kept_raw(raw: str, decoded: str, mode: int) -> bool:
+    """Whether the raw text as written is a valid escaping of the decoded value."""
+    if not raw or not _valid_encoded(raw, mode):
+        return False
+    try:
+        return unescape(raw, mode) == decoded
+    except _ParseError:
+        return False
+
+
+def _escaped(raw: str, decoded: str, mode: int) -> str:
+    """net/url's EscapedPath/EscapedFragment: the text as written when it is a valid
+    escaping of the value, else the value escaped."""
+    return raw if _kept_raw(raw, decoded, mode) else escape(decoded, mode)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class URLValue:
     """A `kubernetes.URL`: net/url's URL fields that parsing sets."""
@@ -155,22 +171,12 @@ class URLValue:
         return hash(str(self))
 
     def escaped_path(self) -> str:
-        if self.raw_path and _valid_encoded(self.raw_path, PATH):
-            try:
-                if unescape(self.raw_path, PATH) == self.path:
-                    return self.raw_path
-            except _ParseError:
-                pass
-        return "*" if self.path == "*" else escape(self.path, PATH)
+        if self.path == "*" and not _kept_raw(self.raw_path, self.path, PATH):
+            return "*"  # never escaped (Go issue 11202)
+        return _escaped(self.raw_path, self.path, PATH)
 
     def _escaped_fragment(self) -> str:
-        if self.raw_fragment and _valid_encoded(self.raw_fragment, FRAGMENT):
-            try:
-                if unescape(self.raw_fragment, FRAGMENT) == self.fragment:
-                    return self.raw_fragment
-            except _ParseError:
-                pass
-        return escape(self.fragment, FRAGMENT)
+        return _escaped(self.raw_fragment, self.fragment, FRAGMENT)
 
     def __str__(self) -> str:
         """net/url's URL.String: the URL reassembled."""
