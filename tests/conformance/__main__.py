@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.conformance")
     parser.add_argument("--allocator", type=int, default=20_000, help="allocator scenarios")
     parser.add_argument("--cel", type=int, default=50_000, help="CEL selectors")
-    parser.add_argument("--values", type=int, default=10_000, help="plain CEL expressions")
+    parser.add_argument("--values", type=int, default=20_000, help="plain CEL expressions")
     parser.add_argument("--seed", type=int, default=137)
     parser.add_argument("--report", type=Path, help="write the markdown report here")
     args = parser.parse_args(argv)
