@@ -77,6 +77,7 @@ MASKS = [
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"), "<time>"),
     (re.compile(r"(resourceVersion|Resource Version):\s*\"?\d+\"?"), r"\1: <rv>"),
     (re.compile(r"(?m)^(\s*)(creationTimestamp|Creation Timestamp): .*$"), r"\1\2: <time>"),
+    (re.compile(r"(?<=\S) {2,}"), "  "),  # column widths follow the ages' lengths
 ]
 
 

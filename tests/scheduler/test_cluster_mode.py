@@ -60,7 +60,8 @@ def test_a_pod_waits_quietly_for_its_generated_claim_and_is_tried_once_it_exists
     (waiting,) = scheduler.run_once()
     assert waiting.result == "waiting" and "to be created from template" in waiting.message
     assert store.list(ResourceClaim) == []  # never created by the scheduler
-    assert store.get(Pod, "p").status is None  # no condition: a moment's wait
+    status = store.get(Pod, "p").status
+    assert status is not None and status.conditions == ()  # no condition: a moment's wait
     assert scheduler.run_once() == []  # parked: not retried until the claim exists
     controller_creates_claim(store, "p")
     (placed,) = scheduler.run_once()  # woken by the claim, not by a backoff timer
