@@ -29,10 +29,11 @@ def main(argv: list[str]) -> int:
     allocator, cel, values = Tally(), Tally(), Tally()
     with Oracle(build()) as oracle:
         try:
+            # The CEL runs first: they are quicker, so a mismatch there shows early.
             for what, total, run, tally in (
-                ("allocator", args.allocator, run_allocator, allocator),
                 ("cel", args.cel, run_cel, cel),
                 ("values", args.values, run_values, values),
+                ("allocator", args.allocator, run_allocator, allocator),
             ):
                 for batch, start in enumerate(range(0, total, BATCH)):
                     run(oracle, min(BATCH, total - start), args.seed + batch, tally)
