@@ -171,6 +171,8 @@ FORMAT_VALUES: list[tuple[str, object]] = [
     ("'%s'.format([{'a': 1.5}])", '{"a":1.500000}'),
     ("'%e'.format([1234.5])", "1.234500×10⁰³"),
     ("'%e'.format([-0.000123])", "-1.230000×10⁻⁰⁴"),
+    ("'%e'.format([-0.0]) + ' ' + '%f'.format([-0.0])", "0.000000×10⁰⁰ 0.000000"),  # found by
+    # make conformance (seed 137): x/text prints a negative zero unsigned
     ("'%.20e'.format([1.0])", "       1.000000×10⁰⁰"),
     ("'%f'.format([0.0/0.0])", "NaN"),
     ("'%.2f'.format([-1.0/0.0])", "-∞"),
