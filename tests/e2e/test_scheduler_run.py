@@ -136,6 +136,12 @@ def test_schedule_once_on_a_cluster_leaves_claims_to_the_controller(
 ) -> None:
     from tests.e2e.conftest import run_kubedra
 
+    # The node kubedra shares with kube-scheduler's pod is refused, and the other one may be
+    # full (first-fit filled it with k0-k5, after0 and after1): make room there first.
+    cluster.kubectl("delete", "pod", "after0", "after1", "--grace-period=0", "--force")
+    wait_for("their claims gone", lambda: not [
+        c for c in gpus.list(ResourceClaim, "default")
+        if c.metadata.owner_references and c.metadata.owner_references[0].name.startswith("after")])
     gpus.create(claim_pod("once", "one", "kubedra"))
     wait_for("the generated claim", lambda: gpus.get(Pod, "once").status
              and gpus.get(Pod, "once").status.resource_claim_statuses)  # type: ignore[union-attr]
