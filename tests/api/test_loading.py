@@ -12,6 +12,7 @@ import yaml
 from kubedra.api.codec import decode_object, dump_json, dump_yaml, to_dict
 from kubedra.api.loader import load, load_paths, load_text
 from kubedra.api.resource import ResourceClaim, ResourceSlice
+from kubedra.cli.lint import lint_problems
 from kubedra.errors import ValidationError
 from tests.api.manifests import claim_doc, pod_doc, slice_doc
 from tests.conftest import REPO
@@ -203,3 +204,35 @@ def test_loading_never_mutates_the_callers_data() -> None:
     before = json.dumps(doc, sort_keys=True)
     decode_object(doc)
     assert json.dumps(doc, sort_keys=True) == before
+
+
+NODE_ALLOCATABLE_SLICE = """apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s1}
+spec:
+  driver: cpu.example.com
+  nodeName: n1
+  pool: {name: n1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: core-0
+    %s
+"""
+
+
+def test_node_allocatable_resources_load_in_their_1_37_spelling() -> None:
+    """KEP-5517: 1.36's `nodeAllocatableResourceMappings` became `nodeAllocatableResources`
+    (a mapping and an overhead per resource) in 1.37; v1.37.2's API server refuses the old
+    spelling as an unknown field (checked by hand with kubectl --dry-run=server), as kubedra."""
+    current = NODE_ALLOCATABLE_SLICE % (
+        "nodeAllocatableResources: {cpu: {mapping: {capacityKey: cores}}}")
+    loaded = load_text(current, "s.yaml")
+    assert [str(p) for p in lint_problems(loaded) if p.is_error] == []
+    (doc,) = loaded.objects
+    obj = doc.obj
+    assert isinstance(obj, ResourceSlice)
+    mapping = obj.spec.devices[0].node_allocatable_resources["cpu"].mapping
+    assert mapping is not None and mapping.capacity_key == "cores"
+    old = NODE_ALLOCATABLE_SLICE % "nodeAllocatableResourceMappings: {cpu: {capacityKey: cores}}"
+    assert [str(p) for p in lint_problems(load_text(old, "s.yaml")) if p.is_error] == [
+        's.yaml:10: ResourceSlice s1: spec.devices[0].nodeAllocatableResourceMappings: unknown '
+        'field "spec.devices[0].nodeAllocatableResourceMappings"']

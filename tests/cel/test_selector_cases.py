@@ -394,3 +394,28 @@ def test_estimated_cost(expression: str, cost: int) -> None:
 def test_nested_all_estimate_matches_upstream() -> None:
     expr = next(c[1] for c in CASES if c[0] == "cost-limit")
     assert compile_selector(expr, enforce_cost_limit=False).estimated_cost == 85_555_551
+
+
+@pytest.mark.parametrize("list_attributes", [False, True])
+@pytest.mark.parametrize("expression", [
+    f'device.driver == "gpu.nvidia.com" ? true : {GPU}.mig',
+    f'device.driver != "gpu.nvidia.com" ? {GPU}.mig : true',
+    f'device.driver != "x" ? (device.driver == "y" ? false : {GPU}.mig) : false',
+])  # fmt: skip
+def test_join_with_an_attribute_is_the_attribute_type(
+    expression: str, list_attributes: bool
+) -> None:
+    """Found by `make conformance`: cel-go's join of bool and an attribute value is the
+    attribute's own type (`any` without list attributes, `dyn` with them), which a selector
+    may evaluate to; kubedra made it `dyn` and refused the new expression."""
+    selector = compile_selector(expression, strict=True, list_attributes=list_attributes)
+    assert selector.evaluate(DEVICES["gpu"]) is True
+
+
+@pytest.mark.parametrize(("list_attributes", "typed"), [(False, "any"), (True, "dyn")])
+def test_a_list_literal_of_bool_and_an_attribute_is_refused(
+    list_attributes: bool, typed: str
+) -> None:
+    """Unlike a conditional, a list literal's elements must agree (upstream's words)."""
+    with pytest.raises(CelCompileError, match=f"1:43: expected type 'bool' but found '{typed}'"):
+        compile_selector(f"[true, {GPU}.mig][1]", strict=True, list_attributes=list_attributes)

@@ -52,7 +52,7 @@ def test_demo_places_vllm_on_an_h100_and_explains(tmp_path: Path) -> None:
     run = kubedra("--store", store, "demo")
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    assert len(lines) < 40
+    assert len(lines) < 50  # a blocker line per node group that fits nowhere
     placed = next(line for line in lines if line.startswith("vllm-inference -> node "))
     assert placed.startswith("vllm-inference -> node h100x8-")
     assert "NVIDIA H100 80GB HBM3" in placed

@@ -10,6 +10,7 @@ import pytest
 
 from tests.cli.test_lint import kubedra
 from tests.conftest import REPO
+from tests.scheduler.cluster import gpu_node, gpu_pod, new_store, user_claim
 
 
 @pytest.fixture
@@ -83,6 +84,7 @@ def test_explain_bound_pod_names_devices_why_and_funnel(placed: str) -> None:
         "  2 node(s) [h100x8-0, h100x8-1]: fits",
         "    gpu (need 1): 12 in pools -> 8 class selectors -> 8 request selectors -> 8 untainted -> 8 free -> 8 fit",
         "  2 node(s) [l4x4-0, l4x4-1]: cannot allocate all claims",
+        "    blocked: default/vllm-gpu-claim gpu: class high-memory-gpu admits 0 of the node's 4 device(s), 1 needed",
         "    gpu (need 1): 4 in pools -> 0 class selectors -> 0 request selectors -> 0 untainted -> 0 free -> 0 fit",
     ]
 
@@ -113,3 +115,48 @@ def test_explain_bound_pod_with_a_generated_claim_and_subrequests(tmp_path: Path
         "/gpu/h100: gpu.nvidia.com/h100x8-0/gpu-0 (NVIDIA H100 80GB HBM3, 81559Mi)")
     assert lines[3].endswith('; the request adds device.attributes["gpu.nvidia.com"].productName.contains("H100")')
     assert "devices that fit: 8 for gpu/h100, 0 for gpu/l4" in lines[4]
+
+
+def test_explain_pod_counts_the_claim_of_its_extended_resources(tmp_path: Path) -> None:
+    """A pod asking for more of a DRA-served extended resource than any node has: explain
+    names the generated claim's shortfall instead of saying "fits", and creates nothing."""
+    store = str(tmp_path / "s.db")
+    manifest = tmp_path / "legacy.yaml"
+    manifest.write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: legacy}\n"
+        "spec:\n  extendedResourceName: example.com/gpu\n"
+        "  selectors: [{cel: {expression: 'device.driver == \"gpu.nvidia.com\"'}}]\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: big}\n"
+        "spec:\n  containers: [{name: job, resources: {limits: {example.com/gpu: 9}}}]\n")
+    for args in (["cluster", "create", "--node-profile", "h100x8=1"], ["apply", "-f", str(manifest)]):
+        run = kubedra("--store", store, *args)
+        assert run.returncode == 0, run.stderr
+    out = kubedra("--store", store, "explain", "pod", "big")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1:4] == [
+        "  1 node(s) [h100x8-0]: cannot allocate all claims",
+        "    blocked: default/big-extended-resources- container-0-request-0: class legacy "
+        "admits 8 of the node's 12 device(s), 9 needed",
+        "    container-0-request-0 (need 9): 12 in pools -> 8 class selectors -> "
+        "8 request selectors -> 8 untainted -> 8 free -> 8 fit"]
+    assert kubedra("--store", store, "get", "resourceclaims", "-o", "name").stdout == ""
+    unmapped = tmp_path / "unmapped.yaml"
+    unmapped.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: odd}\nspec:\n"
+                        "  containers: [{name: job, resources: {limits: {example.com/fpga: 1}}}]\n")
+    assert kubedra("--store", store, "apply", "-f", str(unmapped)).returncode == 0
+    odd = kubedra("--store", store, "explain", "pod", "odd").stdout
+    assert odd.splitlines()[1] == "  1 node(s) [h100x8-0]: Insufficient example.com/fpga"
+
+
+def test_schedule_shows_the_devices_of_a_shared_claim_a_pod_joins(tmp_path: Path) -> None:
+    """The second pod of a shared claim allocates nothing new: it still runs on the claim's
+    devices, and `schedule` says which (not "no devices")."""
+    store = new_store(tmp_path)
+    gpu_node(store, "n1", gpus=2)
+    user_claim(store, "shared")
+    gpu_pod(store, "first", claim="shared")
+    first = kubedra("--store", str(tmp_path / "state.db"), "schedule")
+    assert first.stdout == "pod/first -> n1 (gpu.nvidia.com/n1/gpu-0)\n", first.stderr
+    gpu_pod(store, "second", claim="shared")
+    second = kubedra("--store", str(tmp_path / "state.db"), "schedule")
+    assert second.stdout == "pod/second -> n1 (gpu.nvidia.com/n1/gpu-0)\n", second.stderr

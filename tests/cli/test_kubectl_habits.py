@@ -36,6 +36,22 @@ def test_get_with_a_name_is_the_object(cluster: tuple[str, Path], fmt: str) -> N
     assert (obj["kind"], obj["metadata"]["name"]) == ("Node", "big")
 
 
+def test_get_leaves_managed_fields_out_unless_asked(tmp_path: Path) -> None:
+    store = str(tmp_path / "s.db")
+    managed = [{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:metadata": {}}}]  # fmt: skip
+    doc = dict(GPU_CLASS, metadata={"name": "gpu", "managedFields": managed})
+    (tmp_path / "dc.yaml").write_text(yaml.safe_dump(doc))
+    assert kubedra("--store", store, "apply", "-f", str(tmp_path / "dc.yaml")).returncode == 0
+    for args in (["dc", "gpu"], ["dc"]):
+        plain = json.loads(kubedra("--store", store, "get", *args, "-o", "json").stdout)
+        shown = json.loads(kubedra("--store", store, "get", *args, "-o", "json",
+                                   "--show-managed-fields").stdout)
+        one, kept = (plain, shown) if len(args) == 2 else (plain["items"][0], shown["items"][0])
+        assert "managedFields" not in one["metadata"]
+        assert kept["metadata"]["managedFields"][0]["manager"] == "kubectl"
+
+
 @pytest.mark.parametrize("text", ["", "\n", "---\n# nothing\n---\n"])
 def test_apply_of_no_objects_fails_as_kubectl(tmp_path: Path, text: str) -> None:
     (tmp_path / "empty.yaml").write_text(text)

@@ -186,7 +186,8 @@ def test_deleting_with_finalizers_marks_the_object_until_the_last_one_is_removed
     start = store.resource_version()
     marked = store.delete(ResourceClaim, "train")
     assert marked.metadata.deletion_timestamp and marked.metadata.deletion_grace_period_seconds == 0
-    assert marked.metadata.generation == (created.metadata.generation or 0) + 1  # as upstream
+    assert created.metadata.generation is None  # claims do not track one (upstream)
+    assert marked.metadata.generation is None  # only a generation > 0 is bumped
     assert store.delete(ResourceClaim, "train") == marked  # deleting again changes nothing
     assert store.resource_version() == start + 1
     store.update(with_meta(store.get(ResourceClaim, "train"), finalizers=FINALIZERS[:1]))

@@ -43,6 +43,9 @@ def _string_atoms(a: str) -> list[str]:
         f"{a}.model.trim() == {a}.model",
         f"'%s-x'.format([{a}.model]) == 'h100-x'",
         f"{a}.model > 'b'",
+        f"isURL('/' + {a}.model)",
+        f"url('https://' + {a}.model + '.example.com:8080/x').getHostname().startsWith('h')",
+        f"!format.dns1123Label().validate({a}.model).hasValue()",
         f"{a}.model.matches('(')",  # a bad regex: compile error
         f"{a}.model + 1 == 2",  # ill-typed at run time
     ]
@@ -236,6 +239,8 @@ _TAGS = {
     "string-functions": (".startsWith(", ".endsWith(", ".contains(", "Ascii()", ".split(",
                          ".replace(", ".indexOf(", ".substring(", ".trim(", ".format("),
     "regex": (".matches(", ".find(", ".findAll("),
+    "url": ("url(", "isURL("),
+    "named-formats": ("format.",),
     "int-attributes": (".index", ".numa"),
     "bool-attributes": (".healthy",),
     "semver": ("semver(", "driverVersion"),

@@ -30,6 +30,33 @@ def _counts(counter: Counter[str], prefix: str = "") -> list[tuple[str, object]]
     return [(k.removeprefix(prefix), v) for k, v in sorted(counter.items()) if k.startswith(prefix)]
 
 
+# Issue 20's CEL gap list, each item with where it is checked against upstream.
+_GAP_LIST = [
+    "## The CEL gap list (issue 20), item by item",
+    "",
+    "Each item is a row of tests/cel/test_upstream_gaps.py (kubedra's value, error and cost "
+    "estimate), and each row is checked against upstream by tests/conformance/"
+    "test_cel_tables.py; the library differential above draws the same libraries at random.",
+    "",
+    *_table([
+        ("IP and CIDR libraries (`ip()`, `cidr()`, `isIP`, `containsIP`, ...)",
+         "IP_VALUES, IP_ERRORS, LIBRARY_COSTS"),
+        ("optionals: `has(m.?x.y)`, `[?a, ...]`, `optMap`, `optFlatMap`, `optional.unwrap`/"
+         "`unwrapOpt`, `first()`/`last()`, `optional_type`", "OPTIONAL_VALUES"),
+        ("`indexOf`/`lastIndexOf` offsets past the end", "STRING_VALUES"),
+        ("`dyn(9223372036854775807) < 9223372036854775808.0`, `int(-9223372036854775808.0)`",
+         "NUMBER_VALUES, ERRORS"),
+        ("messages: no `b'...'` or stray `$`, \"index out of bounds\"", "ERRORS"),
+        ("string `format`", "FORMAT_VALUES, ERRORS"),
+        ("URL library (`url()`, `isURL`, `getScheme` ... `getQuery`)",
+         "URL_VALUES, URL_ERRORS, LIBRARY_COSTS"),
+        ("Kubernetes format library (`format.dns1123Label()`, `format.named`, `validate`)",
+         "NAMED_FORMAT_VALUES, LIBRARY_COSTS"),
+    ], ("gap", "rows")),
+    "",
+]  # fmt: skip
+
+
 def render(allocator: Tally, cel: Tally, values: Tally, seed: int) -> str:
     unexplained = sum(t.verdicts["unexplained"] for t in (allocator, cel, values))
     lines = [
@@ -85,8 +112,9 @@ def render(allocator: Tally, cel: Tally, values: Tally, seed: int) -> str:
         "",
         f"{values.cases} plain expressions in {values.seconds:.0f} s over the libraries the "
         "CEL gap list named (IP and CIDR, quantities, semver, strings with offsets, optional "
-        "values, mixed numbers, format, regexes), on near-valid inputs: compile error, "
-        "run-time error or value, each the same as upstream's.",
+        "values, mixed numbers, string format, regexes, URLs, Kubernetes' named formats), on "
+        "near-valid inputs: compile error, run-time error or value, each the same as "
+        "upstream's.",
         "",
         *_table(
             [*_counts(values.outcomes), *_counts(values.verdicts),
@@ -96,6 +124,7 @@ def render(allocator: Tally, cel: Tally, values: Tally, seed: int) -> str:
         "",
         *_table(_counts(values.tags), ("library", "expressions")),
         "",
+        *_GAP_LIST,
         "## Also compared on every `make test` (with Go)",
         "",
         "- a fixed-seed sample of both differentials (tests/conformance/test_differential.py);",

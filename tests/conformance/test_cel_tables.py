@@ -1,7 +1,7 @@
 """The hand-written CEL tables (tests/cel/test_language_cases.py, test_upstream_gaps.py)
 against upstream's DRA CEL environment: every expected value must be upstream's value,
 every expected error one upstream also reports (compile time or run time alike), with the
-table's fragment in upstream's message.
+table's fragment in upstream's message, every expected cost estimate upstream's estimate.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kubedra.cel import CelCompileError, CelError, evaluate_expression
+from kubedra.cel import CelCompileError, CelError, CelEvalError, evaluate_expression
 from tests.cel import test_language_cases as language
 from tests.cel import test_upstream_gaps as gaps
 from tests.conformance.cel_value import same, tagged
@@ -18,7 +18,8 @@ from tests.conformance.oracle import Oracle
 
 VALUES = [*language.VALUES, *gaps.VALUES]
 MAP_ORDER = {"{'a': 1, 'b': 2}.map(k, k)"}
-ERRORS = [*language.ERRORS, *gaps.ERRORS]
+ERRORS = [*language.ERRORS, *gaps.ERRORS, *gaps.URL_ERRORS,
+          *((expression, CelEvalError, message) for expression, message in gaps.IP_ERRORS)]  # fmt: skip
 
 
 def _map_key(entry: Any) -> str:
@@ -48,3 +49,11 @@ def test_error_is_upstreams(
     message = answer.get("compileError") if kind is CelCompileError else answer.get("error")
     assert message is not None, f"upstream: {answer}"
     assert fragment in message, f"{fragment!r} not in upstream's {message!r}"
+
+
+@pytest.mark.parametrize(("expression", "cost"), gaps.LIBRARY_COSTS,
+                         ids=[c[0] for c in gaps.LIBRARY_COSTS])  # fmt: skip
+def test_cost_is_upstreams(expression: str, cost: int, oracle: Oracle) -> None:
+    device = {"driver": "d.example.com", "attributes": {}, "capacity": {}}
+    answer = oracle.ask("cel", {"expression": expression, "features": {}, "devices": [device]})
+    assert answer.get("cost") == cost, answer

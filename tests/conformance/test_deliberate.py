@@ -15,6 +15,14 @@ from tests.conformance.scenario import Scenario, oracle_outcome
 STABLE = Features(consumable_capacity=False, binding_conditions=False,
                   fractional_capacity_range=False)  # fmt: skip
 V1 = "resource.k8s.io/v1"
+CLASS = {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "c"}, "spec": {}}
+
+
+def _claim(count: int) -> dict[str, object]:
+    return {"apiVersion": V1, "kind": "ResourceClaim",
+            "metadata": {"name": "claim", "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+                "deviceClassName": "c", "allocationMode": "ExactCount", "count": count}}]}}}  # fmt: skip
 
 
 def _pools_scenario() -> Scenario:
@@ -28,13 +36,9 @@ def _pools_scenario() -> Scenario:
         features=STABLE,
         node="node-a",
         node_labels={},
-        classes=({"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "c"},
-                  "spec": {}},),
+        classes=(CLASS,),
         slices=(slice_("s-b", "pool-b"), slice_("s-a", "pool-a")),
-        claims=({"apiVersion": V1, "kind": "ResourceClaim",
-                 "metadata": {"name": "claim", "namespace": "default"},
-                 "spec": {"devices": {"requests": [{"name": "r", "exactly": {
-                     "deviceClassName": "c", "allocationMode": "ExactCount", "count": 1}}]}}},),
+        claims=(_claim(1),),
     )
 
 
@@ -45,7 +49,8 @@ def _pool(outcome: object) -> str:
 
 def test_every_deliberate_class_is_pinned_here() -> None:
     assert [rule.name for rule in DELIBERATE] == [
-        "stable allocator: random pool and slice order upstream"
+        "stable allocator: random pool and slice order upstream",
+        "stable allocator: permutations within a request (more steps) upstream",
     ]
 
 
@@ -57,3 +62,37 @@ def test_stable_allocator_order_is_random_upstream_and_sorted_in_kubedra(oracle:
     newer = oracle_outcome(oracle.ask("alloc", {**request, "allocators": ["incubating"]}))
     assert _pool(newer) == "pool-a"  # the newer implementations sort pools
     assert _pool(scenario.run_kubedra()) == "pool-a"  # kubedra: always the sorted order
+
+
+def _short_scenario(features: Features) -> Scenario:
+    """Three devices asked of a pool of two: the whole search runs, then fails."""
+    slice_ = {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": "s"},
+              "spec": {"driver": "d.example.com", "allNodes": True,
+                       "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                       "devices": [{"name": "dev-0"}, {"name": "dev-1"}]}}  # fmt: skip
+    return Scenario(
+        features=features,
+        node="node-a",
+        node_labels={},
+        classes=(CLASS,),
+        slices=(slice_,),
+        claims=(_claim(3),),
+    )
+
+
+def test_stable_allocator_tries_permutations_upstream_and_combinations_in_kubedra(
+    oracle: Oracle,
+) -> None:
+    """Found by `make conformance` (seed 141): upstream's stable allocator takes 5 steps
+    (dev-0 then dev-1, and dev-1 then dev-0 again), the newer ones and kubedra 4."""
+    scenario = _short_scenario(STABLE)
+    request = scenario.oracle_request()
+    stable = oracle_outcome(oracle.ask("alloc", request))
+    newer = oracle_outcome(oracle.ask("alloc", {**request, "allocators": ["incubating"]}))
+    ours = scenario.run_kubedra()
+    assert stable.kind == newer.kind == ours.kind == "unsatisfiable"
+    assert (stable.steps, newer.steps, ours.steps) == (5, 4, 4)
+    # With a newer feature on, upstream runs the newer search: the same steps as kubedra.
+    newest = _short_scenario(Features())
+    assert oracle_outcome(oracle.ask("alloc", newest.oracle_request())).steps == 4
+    assert newest.run_kubedra().steps == 4

@@ -1,5 +1,6 @@
 """Plain CEL expressions over the libraries the CEL gap list named: IP and CIDR, quantities,
-semver, strings (offsets past the end too), optional values, mixed numbers, format, regexes.
+semver, strings (offsets past the end too), optional values, mixed numbers, format, regexes,
+URLs, and Kubernetes' named formats (`format.dns1123Label().validate(...)`).
 
 Inputs are drawn from near-valid text (an octet of 256, a leading zero, a zone, an
 IPv4-mapped address, a fraction with a binary suffix...), where parsers differ most.
@@ -27,6 +28,25 @@ _WORDS = ("", "a", "hello", "héllo", "a,b,c", "AbC", "  x  ")
 _NUMBERS = ("1", "-1", "0", "1u", "0u", "1.5", "-0.0", "9223372036854775807",
             "-9223372036854775808", "18446744073709551615u", "1e300", "0.0/0.0",
             "9223372036854775808.0", "-9223372036854775809.0")  # fmt: skip
+
+# Pieces of URLs, joined at random: schemes, authorities, IPv6 literals and zones, ports,
+# escapes valid or not per part, queries, fragments, and bytes each part must escape.
+_URL_PIECES = ("http://", "https://", "HTTP://", "foo://", "mailto:", "1a:", "//", "/", "///",
+               "@", "u:p@", ":", ":80", ":x", "[::1]", "[fe80::1%25eth0]", "[1.2.3.4]",
+               "example.com", "%", "%2", "%25", "%2F", "%41", "%C3%A4", "%FF", "%zz", "?", "&",
+               "=", ";", "k=v", "#", "[", "]", " ", "+", "*", "!", "'", "~", ".", "..", "a",
+               "ä", "€", "\\", '"', "<", "^", "{", "|", "\t")  # fmt: skip
+_URL_CALLS = ("url({0})", "isURL({0})", "url({0}).getScheme()", "url({0}).getHost()",
+              "url({0}).getHostname()", "url({0}).getPort()", "url({0}).getEscapedPath()",
+              "url({0}).getQuery()", "url({0}) == url({1})", "type(url({0}))")  # fmt: skip
+
+_FORMATS = ("dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName",
+            "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue",
+            "uri", "uuid", "byte", "date", "datetime")  # fmt: skip
+# Pieces of names, dates, UUIDs and base64, joined at random (with lengths past 63).
+_NAME_PIECES = ("a", "Z", "0", "-", ".", "_", "/", "é", "example.com", "my-name", "a" * 30,
+                "2024-02-29", "2023-02-29", "T", "t", "10:00:00", "23:59:60", "z", "+01:00",
+                ".123", "123e4567", "e89b", "aGk=", "==", ":", "http://x")  # fmt: skip
 
 
 def _q(text: str) -> str:
@@ -102,6 +122,24 @@ def _misc_expr(draw: st.DrawFn) -> str:
     ]))  # fmt: skip
 
 
+@st.composite
+def _url_expr(draw: st.DrawFn) -> str:
+    pieces = st.lists(st.sampled_from(_URL_PIECES), max_size=9).map("".join)
+    a, b = draw(pieces), draw(pieces)
+    return draw(st.sampled_from(_URL_CALLS)).format(_q(a), _q(b))
+
+
+@st.composite
+def _named_format_expr(draw: st.DrawFn) -> str:
+    text = _q("".join(draw(st.lists(st.sampled_from(_NAME_PIECES), max_size=8))))
+    name, other = draw(st.sampled_from(_FORMATS)), draw(st.sampled_from(_FORMATS))
+    return draw(st.sampled_from([
+        f"format.{name}().validate({text})", f"format.named('{name}').value().validate({text})",
+        f"format.named({text}).hasValue()", f"format.{name}() == format.{other}()",
+        f"type(format.{name}())",
+    ]))  # fmt: skip
+
+
 @functools.cache
 def cases() -> st.SearchStrategy[ValueCase]:
     def case(tag: str, strategy: st.SearchStrategy[str]) -> st.SearchStrategy[ValueCase]:
@@ -113,4 +151,6 @@ def cases() -> st.SearchStrategy[ValueCase]:
         case("semver", _semver_expr()),
         case("strings", _string_expr()),
         case("numbers/optional/format", _misc_expr()),
+        case("url", _url_expr()),
+        case("named formats", _named_format_expr()),
     )

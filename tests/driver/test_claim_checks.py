@@ -45,7 +45,6 @@ def _prepare(agent, claim: ResourceClaim) -> tuple[list[str], str]:
     [
         (None, True),  # a claim written by hand or an older allocator: the pool decides
         (_names(NODE), True),  # what the allocator writes for node-local devices
-        (_names("node-2", NODE), True),
         (_names("node-2"), False),
         (_labelled("rack", "r1"), True),
         (_labelled("rack", "r2"), False),
@@ -66,6 +65,13 @@ def test_the_allocation_must_select_this_node(store, agent, selector, admitted):
             f"status.allocation.nodeSelector does not select node {NODE}"
         )
         assert not (agent.cdi / f"k8s.gpu.nvidia.com-claim_{_uid(store)}.json").exists()
+
+
+def test_a_node_field_requirement_names_one_node(store, agent):
+    """Upstream's node selector rules: `metadata.name In` takes exactly one value, so an
+    allocation naming two nodes in one requirement is invalid, not "this node too"."""
+    devices, error = _prepare(agent, _for(store, "placed", _names("node-2", NODE)))
+    assert devices == [] and "exactly one value" in error, error
 
 
 def _uid(store) -> str:

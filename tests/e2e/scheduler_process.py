@@ -34,9 +34,11 @@ def free_port() -> int:
 class KubedraScheduler:
     """One replica; its log in `log`, its metrics on `port`."""
 
-    def __init__(self, cluster: DevCluster, log: Path, *args: str) -> None:
+    def __init__(
+        self, cluster: DevCluster, log: Path, *args: str, kubeconfig: Path | None = None
+    ) -> None:
         self.port = free_port()
-        env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig or cluster.kubeconfig)}
         env.pop("KUBEDRA_STORE", None)
         self.log = log
         self._out = log.open("wb")

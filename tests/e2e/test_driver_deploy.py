@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import shutil
 import subprocess
-import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubedra.api.coordination import Lease
 from kubedra.api.core import Pod
 from kubedra.api.meta import ObjectMeta
 from kubedra.api.resource import ResourceClaim, ResourcePool, ResourceSlice, ResourceSliceSpec
@@ -40,6 +41,7 @@ from tests.e2e.driver_env import (
     token_kubeconfig,
     wait_for,
 )
+from tests.e2e.scheduler_process import KubedraScheduler
 from tests.e2e.upstream_kubelet import UpstreamKubelet, devices
 
 NAMESPACE = "kubedra"
@@ -353,29 +355,45 @@ def test_the_scheduler_role_grants_exactly_the_schedulers_calls(deployed: Deploy
         assert not deployed.can(SCHEDULER_SA, verb, target, "-n", NAMESPACE), (verb, target)
 
 
-def test_kubedras_scheduler_allocates_with_its_own_token(
-    deployed: Deployed, seed: DriverProcess
+def test_the_deployments_scheduler_allocates_with_its_own_token(
+    deployed: Deployed, seed: DriverProcess, tmp_path: Path
 ) -> None:
+    """`kubedra scheduler run` with the Deployment's own arguments (leader election on the
+    chart's Lease in its namespace) and the scheduler service account's token."""
     kubeconfig = token_kubeconfig(
         deployed.cluster, "kubedra-scheduler", deployed.folder / "scheduler.kubeconfig"
     )
     deployed.cluster.kubectl("apply", "-f", "-", input=_KUBEDRA_POD)
-    done = subprocess.run(
-        [sys.executable, "-m", "kubedra", "--kubeconfig", str(kubeconfig),
-         "schedule", "--once"],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )  # fmt: skip
-    # Today's `kubedra schedule` binds by updating the pod, which the role rightly does not
-    # allow (pods/binding is the scheduler's way); `kubedra scheduler run` (issue 18) binds
-    # through pods/binding, and this test switches to it then.
-    assert done.returncode == 0 or 'update pods "by-kubedra"' in done.stderr, done.stderr
-    if done.returncode == 0:  # bound through pods/binding (main's scheduler has store.bind)
-        assert deployed.kube.get(Pod, "by-kubedra").spec.node_name == SEED_NODE
+    # The seed node also holds kube-scheduler's seed pod: a shared node, which kubedra leaves
+    # alone by default; here it is told to only warn.
+    args = [*_deployment_run_args(deployed), "--shared-nodes=warn"]
+    with KubedraScheduler(deployed.cluster, tmp_path / "scheduler.log", *args,
+                          kubeconfig=kubeconfig) as sched:
+        sched.wait_ready()
+        deadline = time.monotonic() + 60
+        while not deployed.kube.get(Pod, "by-kubedra").spec.node_name:
+            assert time.monotonic() < deadline, sched.tail()
+            time.sleep(0.3)
+        assert "forbidden" not in sched.log.read_text().lower(), sched.tail()
+    assert deployed.kube.get(Pod, "by-kubedra").spec.node_name == SEED_NODE
     claim = deployed.kube.get(ResourceClaim, "by-kubedra")
     assert claim.status is not None and claim.status.allocation is not None
     assert [r.name for r in claim.status.reserved_for] == ["by-kubedra"]
+    lease = deployed.kube.get(Lease, "kubedra-scheduler", NAMESPACE)
+    assert lease.spec.acquire_time, "the replica led on the chart's Lease"
+    assert lease.spec.holder_identity == "", "and gave it up when stopped"
     answer = UpstreamKubelet(seed.paths.registration_socket, seed.cdi).prepare(claim)
     assert answer["problems"] == []
+
+
+def _deployment_run_args(deployed: Deployed) -> list[str]:
+    """The scheduler container's arguments after `scheduler run`, as the pod would get them
+    (its namespace substituted), but the metrics port: the test picks a free one."""
+    args = deployed.doc("Deployment", "kubedra-scheduler")["spec"]["template"]["spec"][
+        "containers"][0]["args"]
+    assert args[:3] == ["--in-cluster", "scheduler", "run"], args
+    return [a.replace("$(POD_NAMESPACE)", NAMESPACE) for a in args[3:]
+            if not a.startswith("--metrics-port")]
 
 
 _KUBEDRA_POD = """

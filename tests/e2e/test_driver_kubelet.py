@@ -8,8 +8,7 @@ must be one the kubelet accepts, with CDI IDs a runtime resolves from the driver
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +20,9 @@ from kubedra.api.resource import ResourceClaim, ResourceSlice
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.devcluster.harness import DevCluster
 from kubedra.driver.checkpoint import Checkpoint
-from tests.conftest import REPO
 from tests.driver.driverproc import GPU, DriverProcess, disk_problems, status_problems
 from tests.e2e.driver_env import cluster_driver, gpu_node, short_dir, wait_for
+from tests.e2e.scheduler_process import KubedraScheduler
 from tests.e2e.upstream_kubelet import KubeletRefused, UpstreamKubelet, devices
 
 NODE = "gpu-0"
@@ -149,18 +148,17 @@ def test_prepare_a_claim_kube_scheduler_allocated(env: Env) -> None:
     assert all(str(d.data.get("uuid", "")).startswith("GPU-") for d in status.devices)
 
 
-def test_prepare_a_claim_kubedras_scheduler_allocated(env: Env) -> None:
+def test_prepare_a_claim_kubedras_scheduler_allocated(env: Env, tmp_path: Path) -> None:
     env.cluster.kubectl("apply", "-f", "-", input=claim_and_pod("by-kubedra", scheduler="kubedra"))
-    done = subprocess.run(
-        [sys.executable, "-m", "kubedra", "--kubeconfig", str(env.cluster.kubeconfig),
-         "schedule", "--once", "--policy", "first-fit"],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )  # fmt: skip
-    # Until `kubedra scheduler run` (issue 18) binds through pods/binding, `schedule` writes
-    # the allocation and reservation, then its binding (a pod update) is refused.
-    assert done.returncode == 0 or "pod updates may not change fields" in done.stderr
-    if done.returncode == 0:  # bound through pods/binding (main's scheduler has store.bind)
-        assert env.kube.get(Pod, "by-kubedra").spec.node_name == NODE
+    # The node also holds kube-scheduler's pods of the other tests: kubedra is told to only
+    # warn about sharing it.
+    with KubedraScheduler(env.cluster, tmp_path / "scheduler.log", "--no-leader-elect",
+                          "--shared-nodes=warn") as sched:
+        deadline = time.monotonic() + 60
+        while not env.kube.get(Pod, "by-kubedra").spec.node_name:
+            assert time.monotonic() < deadline, sched.tail()
+            time.sleep(0.3)
+    assert env.kube.get(Pod, "by-kubedra").spec.node_name == NODE
     claim = env.allocated("by-kubedra")
     assert claim.status is not None and claim.status.allocation is not None
     assert [r.name for r in claim.status.reserved_for] == ["by-kubedra"]

@@ -8,6 +8,7 @@ what cannot be equal is masked (ages, uids, resourceVersions, timestamps).
 
 from __future__ import annotations
 
+import difflib
 import re
 import subprocess
 import sys
@@ -75,8 +76,9 @@ MASKS = [
     (re.compile(r"\b\d+[smhd](?=\s{3}|$)"), "<age>"),
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uid>"),
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"), "<time>"),
-    (re.compile(r"(resourceVersion|Resource Version):\s*\"?\d+\"?"), r"\1: <rv>"),
+    (re.compile(r"(resourceVersion|Resource Version):\s*[\"']?\d+[\"']?"), r"\1: <rv>"),
     (re.compile(r"(?m)^(\s*)(creationTimestamp|Creation Timestamp): .*$"), r"\1\2: <time>"),
+    (re.compile(r"(?<=\S) {2,}"), "  "),  # column widths follow the ages' lengths
 ]
 
 
@@ -121,4 +123,6 @@ def test_the_same_output_on_both_backends(
     embedded: list[tuple[str, str]], live: list[tuple[str, str]], index: int
 ) -> None:
     (command, ours), (_, theirs) = embedded[index], live[index]
-    assert theirs == ours, command
+    diff = difflib.unified_diff(ours.splitlines(), theirs.splitlines(), "embedded", "cluster",
+                                lineterm="")
+    assert theirs == ours, f"{command}:\n" + "\n".join(diff)

@@ -19,7 +19,7 @@ from kubedra.api.core import Pod
 from kubedra.api.resource import ResourceClaim
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.devcluster.harness import DevCluster
-from kubedra.devcluster.workload import claim_pod, create_all, gpu_nodes, gpu_template
+from kubedra.devcluster.workload import GPU_CLASS, claim_pod, create_all, gpu_nodes, gpu_template
 from kubedra.scheduler.binding import FINALIZER
 from kubedra.scheduler.claims import POD_CLAIM_NAME_ANNOTATION
 from kubedra.scheduler.verify import check_allocations
@@ -90,13 +90,15 @@ def test_a_pod_that_fits_nowhere_says_why_on_its_condition_and_event(
     wait_for("FailedScheduling", failed)
     (event,) = failed()
     assert event["reportingComponent"] == "kubedra" and event["type"] == "Warning"
-    assert event["message"].startswith("0/2 nodes are available: 2 cannot allocate all claims.")
-    assert "kubedra: on node gpu-000" in event["message"]
+    # kube-scheduler's form, with kubedra's blocker in brackets (upstream: the summary alone).
+    summary = (f"0/2 nodes are available: 2 cannot allocate all claims (gpus: class {GPU_CLASS} "
+               "admits 8 of 9 devices).")
+    assert event["message"].startswith(f"{summary} kubedra: on node gpu-000")
     assert "gpus (need 9): 12 in pools -> 8 class selectors" in event["message"]
     pod = gpus.get(Pod, "too-big")
     (condition,) = [c for c in pod.status.conditions if c.type == "PodScheduled"]  # type: ignore[union-attr]
     assert (condition.status, condition.reason) == ("False", "Unschedulable")
-    assert condition.message == "0/2 nodes are available: 2 cannot allocate all claims."
+    assert condition.message == summary
     described = cluster.kubectl("describe", "pod", "too-big")
     assert "FailedScheduling" in described and "kubedra: on node" in described
 
@@ -134,6 +136,12 @@ def test_schedule_once_on_a_cluster_leaves_claims_to_the_controller(
 ) -> None:
     from tests.e2e.conftest import run_kubedra
 
+    # The node kubedra shares with kube-scheduler's pod is refused, and the other one may be
+    # full (first-fit filled it with k0-k5, after0 and after1): make room there first.
+    cluster.kubectl("delete", "pod", "after0", "after1", "--grace-period=0", "--force")
+    wait_for("their claims gone", lambda: not [
+        c for c in gpus.list(ResourceClaim, "default")
+        if c.metadata.owner_references and c.metadata.owner_references[0].name.startswith("after")])
     gpus.create(claim_pod("once", "one", "kubedra"))
     wait_for("the generated claim", lambda: gpus.get(Pod, "once").status
              and gpus.get(Pod, "once").status.resource_claim_statuses)  # type: ignore[union-attr]

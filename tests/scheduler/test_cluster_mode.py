@@ -60,7 +60,8 @@ def test_a_pod_waits_quietly_for_its_generated_claim_and_is_tried_once_it_exists
     (waiting,) = scheduler.run_once()
     assert waiting.result == "waiting" and "to be created from template" in waiting.message
     assert store.list(ResourceClaim) == []  # never created by the scheduler
-    assert store.get(Pod, "p").status is None  # no condition: a moment's wait
+    status = store.get(Pod, "p").status
+    assert status is not None and status.conditions == ()  # no condition: a moment's wait
     assert scheduler.run_once() == []  # parked: not retried until the claim exists
     controller_creates_claim(store, "p")
     (placed,) = scheduler.run_once()  # woken by the claim, not by a backoff timer
@@ -107,7 +108,10 @@ def test_failed_scheduling_events_carry_the_explanation_once_per_reason(store: S
     scheduler.run_once()  # the same reason again: no second event
     (event,) = events.events
     assert (event.type, event.reason, event.action) == ("Warning", "FailedScheduling", "Scheduling")
-    assert event.note.startswith("0/2 nodes are available: 2 cannot allocate all claims. kubedra: ")
+    assert event.note.startswith(
+        "0/2 nodes are available: 2 cannot allocate all claims "
+        "(gpus: 2 of 3 devices on the node). kubedra: "
+    )
     assert "gpus (need 3): 2 in pools -> 2 class selectors" in event.note
     gpu_pod(store, "small", template="one")
     scheduler.run_once()

@@ -8,11 +8,16 @@ import msgspec
 import pytest
 
 from kubedra.api.codec import decode_object
-from kubedra.api.core import Pod, PodStatus
-from kubedra.api.resource import ResourceClaim
+from kubedra.api.core import Node, Pod, PodStatus
+from kubedra.api.quantity import Quantity
+from kubedra.api.resource import DeviceClass, ResourceClaim
 from kubedra.cluster import SqliteStore
 from kubedra.errors import NotFound
-from kubedra.scheduler.claims import POD_CLAIM_NAME_ANNOTATION
+from kubedra.scheduler.claims import (
+    POD_CLAIM_NAME_ANNOTATION,
+    extended_resource_claim,
+    extended_resource_classes,
+)
 from kubedra.scheduler.scheduler import Scheduler, Unschedulable
 from tests.scheduler.cluster import gpu_node, gpu_pod, gpu_template, new_store
 
@@ -286,3 +291,89 @@ def test_a_pod_like_one_that_fit_nowhere_fails_the_same_way_until_something_is_f
     assert outcomes[0].message == b.message  # the loser fails as before, from n1 alone
     with pytest.raises(Unschedulable):  # and nothing was freed since
         scheduler._retry_scope(equivalent)
+
+
+def _extended_pod(store: SqliteStore, name: str, resource: str = "example.com/gpu",
+                  count: int = 1, where: str = "limits") -> None:
+    store.create(decode_object({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "job", "resources": {where: {resource: count}}}]}}).obj)
+
+
+@pytest.mark.parametrize("where", ["limits", "requests"])
+def test_an_extended_resource_nothing_offers_leaves_the_pod_pending(
+    store: SqliteStore, where: str
+) -> None:
+    """Neither a DeviceClass nor the node serves example.com/gpu: upstream's NodeResourcesFit
+    refuses every node (no scheduling with no devices)."""
+    gpu_node(store, "n1", gpus=2)
+    _extended_pod(store, "wants", where=where)
+    (outcome,) = Scheduler(store).run_once()
+    assert outcome.node is None
+    assert outcome.message == "0/1 nodes are available: 1 Insufficient example.com/gpu."
+    assert store.list(ResourceClaim) == []
+
+
+def test_an_extended_resource_a_node_offers_is_counted_there(store: SqliteStore) -> None:
+    """A device plugin's resource in the node's allocatable: pods take it until none is left."""
+    gpu_node(store, "n1", gpus=2)
+    gpu_node(store, "n2", gpus=2)
+    node = store.get(Node, "n2")
+    assert node.status is not None
+    allocatable = {**node.status.allocatable, "example.com/gpu": Quantity.parse("2")}
+    store.update_status(msgspec.structs.replace(
+        node, status=msgspec.structs.replace(node.status, allocatable=allocatable)))
+    for i in range(3):
+        _extended_pod(store, f"p{i}")
+    outcomes = {o.pod: o for o in Scheduler(store).run_once()}
+    assert [outcomes[f"default/p{i}"].node for i in range(3)] == ["n2", "n2", None]
+    assert outcomes["default/p2"].message == (
+        "0/2 nodes are available: 2 Insufficient example.com/gpu.")
+
+
+def _legacy_class(store: SqliteStore, resource: str = "example.com/gpu") -> None:
+    store.create(decode_object({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "legacy"},
+        "spec": {"extendedResourceName": resource, "selectors": [
+            {"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]}}).obj)
+
+
+def test_the_extended_resource_claim_is_created_only_once_a_node_is_chosen(
+    store: SqliteStore,
+) -> None:
+    """Upstream's scheduler creates it in PreBind: a pod that fits nowhere leaves none."""
+    gpu_node(store, "n1", gpus=2)
+    _legacy_class(store)
+    _extended_pod(store, "big", count=3)
+    scheduler = Scheduler(store)
+    for _ in range(2):
+        (outcome,) = scheduler.run_once() or [scheduler.schedule(store.get(Pod, "big"))]
+        assert outcome.node is None and "cannot allocate all claims" in outcome.message
+    assert store.list(ResourceClaim) == []
+    status = store.get(Pod, "big").status
+    assert status is None or status.extended_resource_claim_status is None
+    gpu_node(store, "n2", gpus=4)
+    (placed,) = scheduler.run_once()
+    assert placed.node == "n2" and len(placed.devices) == 3
+    (claim,) = store.list(ResourceClaim)
+    status = store.get(Pod, "big").status
+    assert status is not None and status.extended_resource_claim_status is not None
+    assert status.extended_resource_claim_status.resource_claim_name == claim.name
+    assert claim.name.startswith("big-extended-resources-") and len(claim.name) == len(
+        "big-extended-resources-") + 5
+    assert claim.status is not None and [r.name for r in claim.status.reserved_for] == ["big"]
+
+
+def test_an_extended_resource_claim_left_unrecorded_is_reused(store: SqliteStore) -> None:
+    """A scheduler that died between creating the claim and recording it in the pod: the
+    next one finds the claim by its owner and annotation, and creates no second one."""
+    gpu_node(store, "n1", gpus=2)
+    _legacy_class(store)
+    _extended_pod(store, "job", count=2)
+    served = extended_resource_classes(store.list(DeviceClass))
+    orphan = extended_resource_claim(store.get(Pod, "job"), served)
+    assert orphan is not None
+    store.create(orphan)
+    (outcome,) = Scheduler(store).run_once()
+    assert outcome.node == "n1"
+    assert [c.name for c in store.list(ResourceClaim)] == [orphan.name]

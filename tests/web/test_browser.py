@@ -187,7 +187,9 @@ def test_pending_pod_shows_its_reason_and_refused_devices(page: Any, cluster: tu
     open_view(page, ui, "#/pending")
     card = page.locator("[data-pod='default/trainer']")
     text = card.inner_text()
-    assert "gpus: class selectors (8 of 9 needed)" in text  # the H100 nodes: 8 GPUs each
+    # the H100 nodes: 8 GPUs each; the blocker and the hint are `kubedra explain`'s
+    assert "default/nine-gpus gpus: class high-memory-gpu admits 8 of the node's" in text
+    assert "what would make it fit:" in text and "nearest: h100x8-" in text
     assert "0/5 nodes are available" in text  # what the scheduler wrote on the pod
     shot(page, "pending")
     card.locator("text=devices it asks for").click()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from kubedra.web.mirror import Mirror
 from kubedra.web.pending import pending_view
 from kubedra.web.snapshot import ReadOnly, SnapshotStore
 from kubedra.web.workloads import claim_view, claims_view, pods_view
+from tests.cli.test_lint import kubedra
 from tests.scheduler.cluster import gpu_node, gpu_pod, gpu_template, new_store
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -188,13 +191,39 @@ def test_pending_pods_get_the_funnel_and_the_blocker(catalog: SqliteStore) -> No
     assert big["fits"] == 0
     h100 = next(g for g in big["groups"] if "h100x8-0" in g["nodes"])
     assert set(h100["nodes"]) <= {"h100x8-0", "h100x8-1"}
-    assert h100["blocker"] == "gpus: class selectors (8 of 9 needed)"
+    # the claim is not generated yet: named by its prefix, never "default/"
+    assert h100["blocker"] == "default/big-gpus- gpus: class gpu admits 8 of the node's 12 device(s), 9 needed"
+    assert [b["kind"] for b in h100["blockers"]] == ["class selectors"]
     mig = next(g for g in big["groups"] if g["nodes"] == ["a100-40x8-mig-0"])
-    assert mig["blocker"] == mig["summary"] and "selector" in mig["summary"] and not mig["funnels"]
-    assert h100["funnels"][0]["stages"][:2] == [{"stage": "in pools", "count": 12},
-                                                  {"stage": "class selectors", "count": 8}]
+    assert mig["blocker"] == mig["summary"] and "selector" in mig["summary"] and not mig["requests"]
+    (gpus,) = h100["requests"]
+    assert list(gpus["funnel"].items())[:2] == [("in pools", 12), ("class selectors", 8)]
+    assert gpus["bottleneck"] == "class selectors"
+    assert big["whatWouldFit"] and big["whatWouldFit"][0].startswith("nearest: h100x8-")
     limited = pending_view(facts(catalog), limit=1)
     assert limited["explained"] == 1 and "groups" not in limited["pods"][1]
+
+
+def test_pending_pod_says_what_kubedra_explain_says(catalog: SqliteStore) -> None:
+    """One source of truth: the dashboard's groups, blockers and hints are `kubedra explain
+    pod -o json`'s, through the real entry point on the same store."""
+    node = catalog.get(Pod, "a").spec.node_name
+    assert node is not None
+    gpu_template(catalog, "seven", 7)
+    gpu_pod(catalog, "wide", template="seven", nodeSelector={"kubernetes.io/hostname": node})
+    Scheduler(catalog).run_once()  # "a" (and maybe "b") holds 2 of the node's 8 GPUs: "wide" waits
+    shown = {p["name"]: p for p in pending_view(facts(catalog))["pods"]}
+    run = kubedra("--store", str(catalog.path), "explain", "pod", "wide", "-o", "json")
+    assert run.returncode == 0, run.stderr
+    said = json.loads(run.stdout)
+    wide = shown["wide"]
+    assert [{k: v for k, v in g.items() if k != "blocker"} for g in wide["groups"]] == said["nodeGroups"]
+    assert wide["whatWouldFit"] == said["whatWouldFit"]
+    assert re.fullmatch(rf"default/wide-gpus-\w+ gpus: fits on {node} if claim\(s\) "
+                        r"default/a-gpus-\w+(, default/b-gpus-\w+)? were released", wide["whatWouldFit"][0]), wide
+    (pinned,) = [g for g in wide["groups"] if g["nodes"] == [node]]
+    assert [b["kind"] for b in pinned["blockers"]] == ["free"]
+    assert re.search(r"gpus: [46] of 8 matching device\(s\) free, 7 needed$", pinned["blocker"]), pinned
 
 
 def test_claim_page_has_requests_devices_with_attributes_and_pods(catalog: SqliteStore) -> None:

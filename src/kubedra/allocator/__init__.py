@@ -5,7 +5,8 @@ Pure: no I/O. Build an `Inventory` once from all ResourceSlices (and DeviceTaint
 """
 
 from kubedra.allocator.api import Allocation, Explanation, allocate, explain
-from kubedra.allocator.explain import STAGES, RequestFunnel, Unsatisfiable
+from kubedra.allocator.blockers import diagnose, holders_of
+from kubedra.allocator.explain import STAGES, Blocker, RequestFunnel, Unsatisfiable
 from kubedra.allocator.inventory import Inventory
 from kubedra.allocator.search import CelSelectorError, ConstraintFailure, DeviceOrder
 from kubedra.allocator.state import AllocatedState
@@ -26,6 +27,7 @@ __all__ = [
     "Allocation",
     "AllocationError",
     "AllocationTimeout",
+    "Blocker",
     "CelSelectorError",
     "ConstraintFailure",
     "DeviceOrder",
@@ -38,5 +40,7 @@ __all__ = [
     "RequestKey",
     "Unsatisfiable",
     "allocate",
+    "diagnose",
     "explain",
+    "holders_of",
 ]

@@ -6,13 +6,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kubedra.allocator import explain as _explain
-from kubedra.allocator.explain import RequestFunnel, Unsatisfiable
+from kubedra.allocator.blockers import Holders, diagnose, results_limit
+from kubedra.allocator.explain import Blocker, RequestFunnel, Unsatisfiable
 from kubedra.allocator.inventory import Inventory
 from kubedra.allocator.nodes import NodeSelectorError, selector_matches
 from kubedra.allocator.result import build
 from kubedra.allocator.search import CelSelectorError, DeviceOrder, ReqData, Search, claim_name
 from kubedra.allocator.state import AllocatedState
-from kubedra.allocator.types import DEFAULT_FEATURES, AllocationError, Features, NodeInfo
+from kubedra.allocator.types import (
+    DEFAULT_FEATURES,
+    AllocationError,
+    AllocationTimeout,
+    Features,
+    NodeInfo,
+    ResultsLimitExceeded,
+)
 from kubedra.api.resource import AllocationResult, DeviceClass, ResourceClaim
 
 ADMIN_NAMESPACE_LABEL = "resource.kubernetes.io/admin-access"
@@ -32,6 +40,10 @@ class Allocation:
         return self.results is not None
 
 
+class AdminAccessDenied(AllocationError):
+    """An admin-access request in a namespace without the admin-access label."""
+
+
 def _check_admin_namespace(claims: Sequence[ResourceClaim], labels: Mapping[str, str]) -> None:
     # The API server admits admin-access requests only in namespaces labelled for it; the
     # allocator itself never checks (upstream). Enforced here only when the caller passes the
@@ -41,7 +53,7 @@ def _check_admin_namespace(claims: Sequence[ResourceClaim], labels: Mapping[str,
     for claim in claims:
         for request in claim.spec.devices.requests:
             if request.exactly is not None and request.exactly.admin_access:
-                raise AllocationError(
+                raise AdminAccessDenied(
                     f"claim {claim_name(claim)}, request {request.name}: admin access to devices "
                     f'requires the {ADMIN_NAMESPACE_LABEL}: "true" label on the namespace'
                 )
@@ -81,13 +93,15 @@ def allocate(
             except NodeSelectorError as exc:
                 raise AllocationError(f"claim {claim_name(claim)}: {exc}") from None
             if not fits:
+                # Upstream checks an allocated claim's node selector before allocating.
+                summary = f"claim {claim_name(claim)}: allocation is not available on node"
+                blocker = Blocker(
+                    "allocated claim's node selector", claim_name(claim), "", 0, 1,
+                    "already allocated, with a node selector that excludes this node",
+                    "allocated claim's node selector excludes the node",
+                )  # fmt: skip
                 return Allocation(
-                    None,
-                    Unsatisfiable(
-                        f"claim {claim_name(claim)}: allocation is not available on node "
-                        f"{node.name}",
-                        node.name,
-                    ),
+                    None, Unsatisfiable(f"{summary} {node.name}", node.name, blockers=(blocker,))
                 )
     search = Search(
         pending,
@@ -140,6 +154,7 @@ class Explanation:
     cel_expression: str | None = None
     cel_device: str | None = None
     details: Unsatisfiable | None = field(default=None)
+    blockers: tuple[Blocker, ...] = ()  # why it does not fit (empty when it does)
 
 
 def explain(
@@ -148,9 +163,11 @@ def explain(
     inventory: Inventory,
     classes: Mapping[str, DeviceClass],
     allocated: AllocatedState,
+    holders: Holders | None = None,
     **kwargs: object,
 ) -> Explanation:
-    """Run `allocate` and explain the outcome; fatal errors become part of the answer."""
+    """Run `allocate` and explain the outcome; fatal errors become part of the answer.
+    `holders` (device -> claims) lets blockers name the claims whose devices would help."""
     try:
         allocation = allocate(claims, node, inventory, classes, allocated, **kwargs)  # type: ignore[arg-type]
     except CelSelectorError as exc:
@@ -162,10 +179,11 @@ def explain(
             cel_device=str(exc.device) if exc.device else None,
         )
     except AllocationError as exc:
-        return Explanation(node.name, str(exc), error=str(exc))
+        return Explanation(node.name, str(exc), error=str(exc), blockers=(_error_blocker(exc),))
     if allocation.unsatisfiable is not None:
         u = allocation.unsatisfiable
-        return Explanation(node.name, u.summary, allocation, u.funnels, details=u)
+        why = diagnose(u, holders or {})
+        return Explanation(node.name, u.summary, allocation, u.funnels, details=u, blockers=why)
     features = kwargs.get("features", Features())
     assert isinstance(features, Features)
     search = Search(
@@ -175,3 +193,18 @@ def explain(
     )  # fmt: skip
     search.prepare()
     return Explanation(node.name, "allocated", allocation, _explain.funnels(search))
+
+
+def _error_blocker(exc: AllocationError) -> Blocker:
+    """A fatal answer of the allocator as a blocker: the results limit, the budget, admin
+    access, or input."""
+    if isinstance(exc, ResultsLimitExceeded):
+        return results_limit(exc.claim, exc.request, exc.need)
+    kind = (
+        "search budget"
+        if isinstance(exc, AllocationTimeout)
+        else "admin access"
+        if isinstance(exc, AdminAccessDenied)
+        else "error"
+    )
+    return Blocker(kind, "", "", 0, 1, str(exc), kind if kind != "error" else str(exc))

@@ -9,7 +9,7 @@ tolerated -> free -> fit counters and capacity.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubedra.allocator.inventory import DeviceEntry
 from kubedra.allocator.search import (
@@ -65,6 +65,30 @@ class RequestFunnel:
 
 
 @dataclass(frozen=True)
+class Blocker:
+    """The stage that stops one request (or claim) on one node, with its numbers.
+
+    `detail` and `short` name no node and no other claim, so nodes of one shape share them
+    (explanations group nodes by them); the claims whose devices would help are `holders`.
+    """
+
+    kind: str  # a funnel stage, counters, capacity, matchAttribute, firstAvailable, ...
+    claim: str
+    request: str  # "" when the whole claim is blocked
+    have: int
+    need: int
+    detail: str  # one line, for `kubedra explain` and events
+    short: str  # a few words, for the PodScheduled condition
+    holders: tuple[tuple[str, int], ...] = ()  # (claim, devices it holds that would help)
+    release: tuple[str, ...] = ()  # claims whose release makes the node fit (checked)
+    fix: str = ""  # a cheap suggestion, e.g. another class that admits enough devices
+
+    def __str__(self) -> str:
+        where = f"{self.claim} {self.request}" if self.request else self.claim
+        return f"{where}: {self.detail}" if where else self.detail
+
+
+@dataclass(frozen=True)
 class Unsatisfiable:
     """Why allocation failed on a node: one-line summary plus the details behind it."""
 
@@ -74,45 +98,60 @@ class Unsatisfiable:
     constraint: ConstraintFailure | None = None
     invalid_pools: tuple[str, ...] = ()
     incomplete_pools: tuple[str, ...] = ()
+    blockers: tuple[Blocker, ...] = ()  # known without a search (e.g. an allocated claim)
+    # The failed search, kept so the blocker is diagnosed only when someone asks (a node
+    # that fails costs nothing more unless the pod then fits nowhere).
+    search: Search | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return self.summary
 
 
-def funnel(search: Search, rd: ReqData) -> RequestFunnel:
+def reached(search: Search, rd: ReqData, entry: DeviceEntry) -> int:
+    """How many funnel stages a device of the node passes for `rd` (0..6): the funnel and
+    the blocker diagnosis share this one judgement of a device."""
     f = search.features
+    if not (f.binding_conditions or not entry.binding) or not _passes(
+        search.class_match, rd, entry
+    ):
+        return 1
+    if not _passes(search.request_match, rd, entry):
+        return 2
+    if f.device_taints and taint_blocks(entry, rd.tolerations):
+        return 3
+    multi = f.consumable_capacity and entry.multi
+    if not rd.admin and search.in_use(entry, multi):
+        return 4
+    if entry.consumes and (not f.partitionable_devices or short_counter(search, entry)):
+        return 5
+    if f.consumable_capacity and search._capacity_fits(rd, entry) is None:
+        return 5
+    return 6
+
+
+def short_counter(search: Search, entry: DeviceEntry) -> tuple[str, str, int, int] | None:
+    """The first counter (set, counter, available, needed) the device's consumption
+    exceeds, given the allocated devices of its pool; None when every counter suffices
+    (a device already shared consumed its counters with its first share)."""
+    multi = search.features.consumable_capacity and entry.multi
+    if multi and search._has_shares(entry):
+        return None
+    pool = search.pool_by_key[(entry.ref.driver, entry.ref.pool)]
+    avail = search.available_counters(pool)
+    for set_name, counters in entry.consumes:
+        for counter, amount in counters:
+            have = avail.get(set_name, {}).get(counter, 0)
+            if have < amount:
+                return (set_name, counter, have, amount)
+    return None
+
+
+def funnel(search: Search, rd: ReqData) -> RequestFunnel:
     counts = [0] * 6
     for entry, on_node in search.devices:
-        if not on_node:
-            continue
-        counts[0] += 1
-        if not (f.binding_conditions or not entry.binding) or not _passes(
-            search.class_match, rd, entry
-        ):
-            continue
-        counts[1] += 1
-        if not _passes(search.request_match, rd, entry):
-            continue
-        counts[2] += 1
-        if f.device_taints and taint_blocks(entry, rd.tolerations):
-            continue
-        counts[3] += 1
-        multi = f.consumable_capacity and entry.multi
-        if not rd.admin and search.in_use(entry, multi):
-            continue
-        counts[4] += 1
-        if entry.consumes:
-            if not f.partitionable_devices:
-                continue
-            pool = search.pool_by_key[(entry.ref.driver, entry.ref.pool)]
-            avail = search.available_counters(pool)
-            if not (multi and search._has_shares(entry)) and any(
-                avail.get(s, {}).get(c, 0) < amount for s, cs in entry.consumes for c, amount in cs
-            ):
-                continue
-        if f.consumable_capacity and search._capacity_fits(rd, entry) is None:
-            continue
-        counts[5] += 1
+        if on_node:
+            for stage in range(reached(search, rd, entry)):
+                counts[stage] += 1
     return RequestFunnel(
         claim_name(search.claims[rd.claim_index]),
         rd.full,
@@ -144,4 +183,5 @@ def unsatisfiable(search: Search, summary: str) -> Unsatisfiable:
         constraint=search.first_constraint_failure,
         invalid_pools=tuple(f"{p.id}: {p.invalid}" for p in search.pools if p.invalid),
         incomplete_pools=tuple(p.id for p in search.pools if p.incomplete),
+        search=search,
     )

@@ -164,7 +164,7 @@ def _uses_compatibility_groups(sl: ResourceSlice) -> bool:
     return any(c.compatibility_groups for d in sl.spec.devices for c in d.consumes_counters)
 
 
-def _rule_matches(rule: DeviceTaintRule, ref: DeviceRef) -> bool:
+def rule_matches(rule: DeviceTaintRule, ref: DeviceRef) -> bool:
     sel = rule.spec.device_selector
     if sel is None:  # nil selector: no devices (an empty one selects all)
         return False
@@ -213,7 +213,7 @@ class Inventory:
             for device in spec.devices:
                 ref = DeviceRef(spec.driver, spec.pool.name, device.name)
                 view, error = device_view(spec.driver, device)
-                taints = device.taints + tuple(r.spec.taint for r in rules if _rule_matches(r, ref))
+                taints = device.taints + tuple(r.spec.taint for r in rules if rule_matches(r, ref))
                 consumes = tuple(
                     (c.counter_set, tuple((n, q.value.nanos) for n, q in c.counters.items()))
                     for c in device.consumes_counters

@@ -30,6 +30,7 @@ from kubedra.allocator.types import (
     Features,
     NodeInfo,
     RequestKey,
+    ResultsLimitExceeded,
     stable_variant,
 )
 from kubedra.api.quantity import Quantity
@@ -348,9 +349,12 @@ class Search:
                 # take: its smallest subrequest).
                 fewest = min(s.count for s in subs)
                 if fewest > MAX_RESULTS_PER_CLAIM - min_devices:
-                    raise AllocationError(
+                    raise ResultsLimitExceeded(
                         f"{where}: adding {fewest} devices exceeds the claim limit of "
-                        f"{MAX_RESULTS_PER_CLAIM}, with {min_devices} already accounted for"
+                        f"{MAX_RESULTS_PER_CLAIM}, with {min_devices} already accounted for",
+                        cname,
+                        request.name,
+                        min_devices + fewest,
                     )
                 min_devices += fewest
             self.reqs.append(claim_reqs)

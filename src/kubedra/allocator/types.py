@@ -79,5 +79,14 @@ class AllocationError(KubedraError):
     """A fatal problem with the input: upstream's Allocate returns an error (not "no fit")."""
 
 
+class ResultsLimitExceeded(AllocationError):
+    """A claim's requests need more devices than its status may hold, whatever the node
+    (upstream checks AllocationResultsMaxSize request by request before the search)."""
+
+    def __init__(self, message: str, claim: str, request: str, need: int) -> None:
+        super().__init__(message)
+        self.claim, self.request, self.need = claim, request, need
+
+
 class AllocationTimeout(AllocationError):
     """The search ran past its time or step budget (upstream: the filter timeout)."""

@@ -208,11 +208,14 @@ class Quantity:
         return whole if _INT64_MIN <= whole <= _INT64_MAX else None
 
     def as_approximate_float(self) -> float:
-        """Nearest float (correctly rounded); +/-inf when out of range, like upstream."""
+        """Upstream's AsApproximateFloat64: the unscaled value times Go's Pow10(scale),
+        rounded twice as Go's float arithmetic does (`100n` is 1.0000000000000001e-07).
+        Parsing leaves an inf.Dec (values past int64) at nano scale; +/-inf out of range."""
+        value, scale = self._amount if self._amount is not None else (self._nanos, -9)
         try:
-            return self._nanos / _NANO
+            return float(value) if scale == 0 else float(value) * _go_pow10(scale)
         except OverflowError:
-            return float("inf") if self._nanos > 0 else float("-inf")
+            return float("inf") if value > 0 else float("-inf")
 
     def value(self) -> int:
         """Upstream Value(): whole units, fractions rounded away from zero."""
@@ -221,6 +224,16 @@ class Quantity:
     def milli_value(self) -> int:
         """Upstream MilliValue(): milli-units, fractions rounded away from zero."""
         return _div_away(self._nanos, 10**6)
+
+
+def _go_pow10(n: int) -> float:
+    """Go's math.Pow10: a product (or quotient) of two table powers, so not always the
+    correctly rounded 10**n."""
+    if 0 <= n <= 308:
+        return float(f"1e{32 * (n // 32)}") * float(f"1e{n % 32}")
+    if -323 <= n < 0:
+        return float(f"1e-{32 * (-n // 32)}") / float(f"1e{-n % 32}")
+    return float("inf") if n > 0 else 0.0
 
 
 Amount = tuple[int, int]  # upstream int64Amount: value * 10**scale, value an int64

@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from kubedra.cel.named_format import MAX_REGEX_SIZE, validate_cost
 from kubedra.cel.values import Optional
 
 TRAVERSAL = 0.1  # common.StringTraversalCostFactor
@@ -158,6 +159,14 @@ def _same_size(s: Sizes, lit: Literals) -> Static:
     return Static(scan(s[0]), s[0])
 
 
+# URL accessors cost 1; upstream gives their results no size (unknown).
+_URL_ACCESSORS = ("getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery")
+
+
+def _unsized(s: Sizes, lit: Literals) -> Static:
+    return Static(1, UNBOUNDED)
+
+
 def _regex_rule(s: Sizes, lit: Literals) -> Static:
     return Static(regex(s[0], s[1]), s[0])
 
@@ -190,7 +199,10 @@ STATIC: dict[str, StaticRule] = {
     "isCIDR": _scan_first,
     "ip.isCanonical": lambda s, lit: Static(ceil(s[0] * 2 * TRAVERSAL)),
     "url": _same_size,
-    "isURL": _scan_first,
+    # A format's validate: the string scanned against the largest format pattern.
+    "validate": lambda s, lit: Static(scan(s[1]) * ceil(MAX_REGEX_SIZE * REGEX_LENGTH)),
+    "format.named": lambda s, lit: Static(1),
+    **dict.fromkeys(_URL_ACCESSORS, _unsized),
     "slice": _slice,
     "flatten": _flatten,
     "lists.range": _range,
@@ -323,7 +335,8 @@ RUNTIME: dict[str, RuntimeRule] = {
         scan(2) + scan(1) + 1 + (scan(len(v[1])) if isinstance(v[1], str) else 0)
     ),
     "url": _rt_scan(0),
-    "isURL": _rt_scan(0),
+    "validate": lambda v: validate_cost(v[0], v[1]),
+    "format.named": lambda v: 1,
     "slice": _rt_slice,
     "flatten": _rt_flatten,
     "lists.range": _rt_range,

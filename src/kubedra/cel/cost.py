@@ -22,8 +22,21 @@ from kubedra.cel.callcost import (
     list_call,
     scan,
 )  # fmt: skip
+from kubedra.cel.named_format import MAX_FORMAT_SIZE
 from kubedra.cel.patterns import device_map
-from kubedra.cel.types import BYTES, CIDR, DYN, IP, QUANTITY, SEMVER, STRING, Type, is_dyn
+from kubedra.cel.types import (
+    BYTES,
+    CIDR,
+    DYN,
+    IP,
+    NAMED_FORMAT,
+    QUANTITY,
+    SEMVER,
+    STRING,
+    URL,
+    Type,
+    is_dyn,
+)  # fmt: skip
 
 _TEXTUAL = (STRING, BYTES)
 _CONSTANT_EQUALITY = (QUANTITY, SEMVER, IP, CIDR)
@@ -37,7 +50,8 @@ _KUBERNETES_ESTIMATED = frozenset({
     "isGlobalUnicast", "containsIP", "containsCIDR", "quantity", "isQuantity", "semver",
     "isSemver", "sign", "asInteger", "isInteger", "asApproximateFloat", "isGreaterThan",
     "isLessThan", "compareTo", "add", "sub", "major", "minor", "patch", "getScheme",
-    "getHostname", "getHost", "getPort", "getEscapedPath", "getQuery",
+    "getHostname", "getHost", "getPort", "getEscapedPath", "getQuery", "validate",
+    "format.named",
 })  # fmt: skip
 _ORDERING = frozenset({"_<_", "_<=_", "_>_", "_>=_"})
 # string -> bytes (up to 4 bytes a character) and bytes -> string traverse their argument.
@@ -163,6 +177,12 @@ class _Estimator:
         textual = any(t in _TEXTUAL for t in types)
         if function == "_==_" and types[0] == types[1] and types[0] in _CONSTANT_EQUALITY:
             return Static(1), result  # Kubernetes' estimator: O(1) for its own types
+        if function == "_==_" and types[0] == types[1] == NAMED_FORMAT:
+            return Static(scan(MAX_FORMAT_SIZE)), result  # Kubernetes' estimator: formats are small
+        if function == "_==_" and types[0] == types[1] == URL:
+            # Kubernetes' estimator: the right operand's string scanned (it takes the right
+            # one's size for both sides).
+            return Static(scan(sizes[1])), result
         if function in ("_==_", "_!=_") or (function in _ORDERING and textual):
             # cel-go: a traversal of the smaller operand, whatever the types (scalars have
             # size 1, values of unknown size - a semver next to a dyn - are unbounded).
@@ -191,6 +211,8 @@ class _Estimator:
 
     @staticmethod
     def _result_shape(result: Type | None, shapes: list[Shape], own: Static) -> Shape:
+        if result == URL and own.size is not None:
+            return Shape(own.size)  # url() keeps its string's size for equality's estimate
         if result is None or result.name not in ("string", "bytes", "list", "map"):
             return SCALAR if _scalar(result) else UNKNOWN
         if own.size is not None:

@@ -9,12 +9,14 @@ from kubedra.cel.ext_lists import list_extensions, optional_library
 from kubedra.cel.ext_strings import string_extensions
 from kubedra.cel.ip_lib import cidr_library, ip_library
 from kubedra.cel.k8s_lib import includes_library, kubernetes_library
+from kubedra.cel.named_format import named_format_library
 from kubedra.cel.registry import Library
 from kubedra.cel.stdlib import standard_library
 from kubedra.cel.types import ANY, BOOL, DEVICE, DYN, QUANTITY, STRING, Type, map_of
+from kubedra.cel.url_lib import url_library
 
 # Namespaces of global functions written like member calls (`strings.quote(x)`).
-NAMESPACES = frozenset({"strings", "optional", "sets", "lists", "ip"})
+NAMESPACES = frozenset({"strings", "optional", "sets", "lists", "ip", "format"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,8 @@ def _base_library(list_attributes: bool) -> Library:
         .merged(optional_library())
         .merged(ip_library())  # IP and CIDR: in the base environment since 1.30
         .merged(cidr_library())
+        .merged(url_library())  # URLs: in the base environment since 1.24
+        .merged(named_format_library())  # format.dns1123Label() ...: since 1.31
     )
     return lib.merged(includes_library()) if list_attributes else lib
 

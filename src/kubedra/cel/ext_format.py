@@ -143,7 +143,7 @@ def _scientific(value: float, width: int) -> str:
     elif math.isinf(value):
         body = "∞" if value > 0 else "-∞"
     else:
-        mantissa, exponent = f"{value:.6e}".split("e")
+        mantissa, exponent = f"{value + 0.0:.6e}".split("e")  # + 0.0: no "-0.000000"
         e = int(exponent)
         body = f"{mantissa}×10" + f"{'-' if e < 0 else ''}{abs(e):02d}".translate(_SUPERSCRIPTS)
     return body.rjust(width)

@@ -8,10 +8,10 @@ embedded IPv4 tail. Kubernetes then rejects zones and IPv4-mapped IPv6 addresses
 from __future__ import annotations
 
 import ipaddress
-import json
 from dataclasses import dataclass
 
 from kubedra.cel.errors import CelEvalError
+from kubedra.cel.goquote import go_quote as _quote
 from kubedra.cel.registry import Library
 from kubedra.cel.types import BOOL, CIDR, INT, IP, STRING
 
@@ -55,15 +55,12 @@ class CIDRPrefix:
         return (ip.value ^ self.ip.value) & self.mask() == 0
 
 
-class _AddrError(Exception):
+class AddrError(Exception):
+    """netip.ParseAddr's error."""
+
     def __init__(self, text: str, message: str, at: str = "") -> None:
         quoted = f"ParseAddr({_quote(text)}): {message}"
         super().__init__(f"{quoted} (at {_quote(at)})" if at else quoted)
-
-
-def _quote(text: str) -> str:
-    """strconv.Quote, close enough for addresses (JSON escaping of the rare oddities)."""
-    return json.dumps(text, ensure_ascii=False)
 
 
 def parse_addr(text: str) -> tuple[IPAddress, str]:
@@ -74,8 +71,8 @@ def parse_addr(text: str) -> tuple[IPAddress, str]:
         if ch == ":":
             return _ipv6(text)
         if ch == "%":
-            raise _AddrError(text, "missing IPv6 address")
-    raise _AddrError(text, "unable to parse IP")
+            raise AddrError(text, "missing IPv6 address")
+    raise AddrError(text, "unable to parse IP")
 
 
 def _ipv4_fields(whole: str, s: str) -> int:
@@ -83,28 +80,28 @@ def _ipv4_fields(whole: str, s: str) -> int:
     for i, ch in enumerate(s):
         if "0" <= ch <= "9":
             if digits == 1 and field == 0:
-                raise _AddrError(whole, "IPv4 field has octet with leading zero")
+                raise AddrError(whole, "IPv4 field has octet with leading zero")
             field = field * 10 + ord(ch) - 48
             digits += 1
             if field > 255:
-                raise _AddrError(whole, "IPv4 field has value >255")
+                raise AddrError(whole, "IPv4 field has value >255")
         elif ch == ".":
             if i == 0 or i == len(s) - 1 or s[i - 1] == ".":
-                raise _AddrError(whole, "IPv4 field must have at least one digit", s[i:])
+                raise AddrError(whole, "IPv4 field must have at least one digit", s[i:])
             if pos == 3:
-                raise _AddrError(whole, "IPv4 address too long")
+                raise AddrError(whole, "IPv4 address too long")
             value, pos, field, digits = (value << 8) | field, pos + 1, 0, 0
         else:
-            raise _AddrError(whole, "unexpected character", s[i:])
+            raise AddrError(whole, "unexpected character", s[i:])
     if pos < 3:
-        raise _AddrError(whole, "IPv4 address too short")
+        raise AddrError(whole, "IPv4 address too short")
     return (value << 8) | field
 
 
 def _ipv6(whole: str) -> tuple[IPAddress, str]:
     s, sep, zone = whole.partition("%")
     if sep and not zone:
-        raise _AddrError(whole, "zone must be a non-empty string")
+        raise AddrError(whole, "zone must be a non-empty string")
     groups: list[int] = []  # 16-bit groups
     ellipsis = -1
     if s.startswith("::"):
@@ -116,10 +113,10 @@ def _ipv6(whole: str) -> tuple[IPAddress, str]:
         while off < len(s) and s[off] in "0123456789abcdefABCDEF":
             acc = (acc << 4) + int(s[off], 16)
             if off > 3:
-                raise _AddrError(whole, "each group must have 4 or less digits", s)
+                raise AddrError(whole, "each group must have 4 or less digits", s)
             off += 1
         if off == 0:
-            raise _AddrError(whole, "each colon-separated field must have at least one digit", s)
+            raise AddrError(whole, "each colon-separated field must have at least one digit", s)
         if off < len(s) and s[off] == ".":
             groups.extend(_embedded_ipv4(whole, s, groups, ellipsis))
             s = ""
@@ -129,24 +126,24 @@ def _ipv6(whole: str) -> tuple[IPAddress, str]:
         if not s:
             break
         if s[0] != ":":
-            raise _AddrError(whole, "unexpected character, want colon", s)
+            raise AddrError(whole, "unexpected character, want colon", s)
         if len(s) == 1:
-            raise _AddrError(whole, "colon must be followed by more characters", s)
+            raise AddrError(whole, "colon must be followed by more characters", s)
         s = s[1:]
         if s[0] == ":":
             if ellipsis >= 0:
-                raise _AddrError(whole, "multiple :: in address", s)
+                raise AddrError(whole, "multiple :: in address", s)
             ellipsis, s = len(groups), s[1:]
             if not s:
                 break
     if s:
-        raise _AddrError(whole, "trailing garbage after address", s)
+        raise AddrError(whole, "trailing garbage after address", s)
     if len(groups) < 8:
         if ellipsis < 0:
-            raise _AddrError(whole, "address string too short")
+            raise AddrError(whole, "address string too short")
         groups[ellipsis:ellipsis] = [0] * (8 - len(groups))
     elif ellipsis >= 0:
-        raise _AddrError(whole, "the :: must expand to at least one field of zeros")
+        raise AddrError(whole, "the :: must expand to at least one field of zeros")
     value = 0
     for g in groups:
         value = (value << 16) | g
@@ -155,10 +152,10 @@ def _ipv6(whole: str) -> tuple[IPAddress, str]:
 
 def _embedded_ipv4(whole: str, s: str, groups: list[int], ellipsis: int) -> list[int]:
     if ellipsis < 0 and len(groups) != 6:
-        raise _AddrError(whole, "embedded IPv4 address must replace the final 2 fields of "
+        raise AddrError(whole, "embedded IPv4 address must replace the final 2 fields of "
                          "the address", s)  # fmt: skip
     if len(groups) > 6:
-        raise _AddrError(whole, "too many hex fields to fit an embedded IPv4 at the end of "
+        raise AddrError(whole, "too many hex fields to fit an embedded IPv4 at the end of "
                          "the address", s)  # fmt: skip
     v4 = _ipv4_fields(whole, s)
     return [v4 >> 16, v4 & 0xFFFF]
@@ -172,7 +169,7 @@ def _k8s_ip(text: str) -> IPAddress:
     """Kubernetes' parseIPAddr: netip, then no zone and no IPv4-mapped IPv6."""
     try:
         ip, zone = parse_addr(text)
-    except _AddrError as exc:
+    except AddrError as exc:
         raise CelEvalError(
             f"IP Address {_quote(text)} parse error during conversion from string: {exc}"
         ) from None
@@ -190,7 +187,7 @@ def _parse_prefix(text: str) -> CIDRPrefix:
         raise ValueError("no '/'")
     try:
         ip, zone = parse_addr(head)
-    except _AddrError as exc:
+    except AddrError as exc:
         raise ValueError(str(exc)) from None
     if zone:
         raise ValueError("IPv6 zones cannot be present in a prefix")

@@ -52,6 +52,8 @@ SEMVER = Type("kubernetes.Semver")
 DEVICE = Type("kubernetes.DRADevice")
 IP = Type("net.IP")
 CIDR = Type("net.CIDR")
+URL = Type("kubernetes.URL")
+NAMED_FORMAT = Type("kubernetes.NamedFormat")
 A = Type("_A")
 B = Type("_B")
 
@@ -106,11 +108,13 @@ def substitute(t: Type, bound: dict[str, Type]) -> Type:
 
 
 def join(a: Type, b: Type) -> Type | None:
-    """The common type of two branches/elements, dyn absorbing; None if incompatible."""
+    """The common type of two branches/elements, None if incompatible. As cel-go's
+    mostGeneral, a dyn or `any` side is the result itself (`c ? true : attr` with an
+    `any`-typed attribute is `any`); a free type parameter joins as dyn."""
     if a == b:
         return a
     if is_dyn(a) or is_dyn(b):
-        return DYN
+        return next((t for t in (a, b) if is_dyn(t) and not t.free), DYN)
     if a.name == b.name and len(a.params) == len(b.params):
         parts = [join(p, q) for p, q in zip(a.params, b.params, strict=True)]
         if all(p is not None for p in parts):

@@ -107,6 +107,7 @@ def _opaque_name(value: object) -> str:
         "IPAddress": "net.IP",
         "CIDRPrefix": "net.CIDR",
         "URLValue": "kubernetes.URL",
+        "NamedFormat": "kubernetes.NamedFormat",
     }
     return opaque.get(name, name)
 

@@ -19,9 +19,10 @@ from typing import TextIO
 import click
 
 from kubedra.api.codec import decode_object
-from kubedra.api.core import Node, Pod
+from kubedra.api.core import Namespace, Node, Pod
 from kubedra.api.kinds import ALL_KINDS
 from kubedra.api.loader import load_paths
+from kubedra.api.meta import KubeObject
 from kubedra.api.resource import ResourceClaim, ResourceSlice
 from kubedra.cli.cluster import create_nodes
 from kubedra.cli.columns import device_memory, device_product
@@ -29,6 +30,7 @@ from kubedra.cli.context import Settings
 from kubedra.cli.lint import lint_problems
 from kubedra.cli.scheduling import format_groups
 from kubedra.cluster import SqliteStore
+from kubedra.cluster.sqlite import SYSTEM_NAMESPACES
 from kubedra.errors import KubedraError
 from kubedra.scheduler.explain import explain_claims, pod_claims
 from kubedra.scheduler.scheduler import Scheduler
@@ -94,7 +96,7 @@ def _agree_to_replace(path: str) -> None:
     if not Path(path).exists():
         return
     store = SqliteStore(path)
-    held = sum(len(store.list(kind, None)) for kind in ALL_KINDS)
+    held = sum(1 for kind in ALL_KINDS for obj in store.list(kind, None) if not _system(obj))
     store.close()
     if not held:
         return
@@ -103,6 +105,11 @@ def _agree_to_replace(path: str) -> None:
         raise KubedraError(f"{question}: pass --yes to agree, or give another --store")
     if not click.confirm(f"{question}. Go on?", default=False, err=True):
         raise KubedraError(f"{path} left as it was")
+
+
+def _system(obj: KubeObject) -> bool:
+    """The namespaces every store starts with are no content of the user's."""
+    return isinstance(obj, Namespace) and obj.name in SYSTEM_NAMESPACES
 
 
 def _fresh_store(path: str) -> SqliteStore:

@@ -32,7 +32,13 @@ from kubedra.api.validation import ref_of
 from kubedra.cel import CelCompileError, CelEvalError
 from kubedra.cluster.store import Store
 from kubedra.errors import Problem, Severity
-from kubedra.scheduler.explain import NodeGroup, explain_claims
+from kubedra.scheduler.explain import (
+    NodeGroup,
+    explain_claims,
+    group_json,
+    group_reason,
+    what_would_fit,
+)
 from kubedra.scheduler.scheduler import Scheduler
 
 Path = tuple[str | int, ...]
@@ -71,7 +77,7 @@ def allocate_now(store: Store, claims: Sequence[ResourceClaim], order: str, stri
 def what_if_report(claims: Sequence[ResourceClaim], answer: WhatIf) -> dict[str, Any]:
     """The JSON/YAML shape: `allocate -f`'s claims list, plus the node groups behind it."""
     why = "; ".join(
-        f"{len(g.nodes)} node(s) [{', '.join(g.nodes[:3])}]: {g.summary}"
+        f"{len(g.nodes)} node(s) [{', '.join(g.nodes[:3])}]: {group_reason(g)}"
         for g in answer.groups
         if not g.fits
     )
@@ -88,25 +94,8 @@ def what_if_report(claims: Sequence[ResourceClaim], answer: WhatIf) -> dict[str,
             for i, c in enumerate(claims)
         ],
         "node": answer.node,
-        "nodeGroups": [_group_json(g) for g in answer.groups],
-    }
-
-
-def _group_json(group: NodeGroup) -> dict[str, Any]:
-    return {
-        "nodes": list(group.nodes),
-        "fits": group.fits,
-        "summary": group.summary,
-        "requests": [
-            {
-                "claim": f.claim,
-                "request": f.request,
-                "mode": f.mode,
-                "wanted": f.wanted,
-                "funnel": dict(f.rows()),
-            }
-            for f in group.funnels
-        ],
+        "nodeGroups": [group_json(g) for g in answer.groups],
+        "whatWouldFit": what_would_fit(answer.groups),
     }
 
 

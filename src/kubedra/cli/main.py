@@ -11,6 +11,7 @@ from kubedra.cli import verbose
 from kubedra.cli.apply import apply, diff
 from kubedra.cli.cluster import cluster
 from kubedra.cli.context import Settings, backend_of, fails_cleanly
+from kubedra.cli.controller import controller
 from kubedra.cli.convert import convert
 from kubedra.cli.devcluster import dev_cluster
 from kubedra.cli.driver import driver
@@ -109,6 +110,7 @@ for command in (
     delete,
     schedule,
     scheduler,
+    controller,
     explain,
     devices,
     allocate_command,

@@ -6,6 +6,7 @@ import sys
 from collections.abc import Iterable
 
 import click
+import msgspec
 
 from kubedra.api.kinds import resolve_kind
 from kubedra.api.loader import load
@@ -26,6 +27,9 @@ Key = tuple[type[KubeObject], str, str]  # kind, name, namespace
 @click.option("-A", "--all-namespaces", is_flag=True)
 @click.option("-o", "--output", type=click.Choice(["wide", "yaml", "json", "name"]))
 @click.option("-l", "--selector", help="Label selector, e.g. app=vllm,tier!=batch")
+@click.option(
+    "--show-managed-fields", is_flag=True, help="Keep metadata.managedFields in -o yaml|json."
+)
 @click.pass_obj
 @fails_cleanly
 def get(
@@ -36,6 +40,7 @@ def get(
     all_namespaces: bool,
     output: str | None,
     selector: str | None,
+    show_managed_fields: bool,
 ) -> None:
     """List objects of a kind (short names: rc, rct, dc, rs, dtr, po, no, ns); -o yaml|json
     prints a List, as kubectl does, or the object itself when NAME is given."""
@@ -47,6 +52,8 @@ def get(
         where = None if all_namespaces else namespace
         objects = list(store.list(cls, where, label_selector=selector))
     if output in ("yaml", "json", "name"):
+        if not show_managed_fields:  # kubectl leaves them out unless asked
+            objects = [_without_managed_fields(o) for o in objects]
         sys.stdout.write((render_objects if name else render_list)(objects, output))
         return
     if not objects:
@@ -58,6 +65,11 @@ def get(
         )
         return
     sys.stdout.write(_table(cls, objects, output == "wide", all_namespaces and cls.NAMESPACED))
+
+
+def _without_managed_fields(obj: KubeObject) -> KubeObject:
+    meta = msgspec.structs.replace(obj.metadata, managed_fields=())
+    return msgspec.structs.replace(obj, metadata=meta)
 
 
 def _table(cls: type[KubeObject], objects: list[KubeObject], wide: bool, with_ns: bool) -> str:

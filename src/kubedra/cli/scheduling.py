@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from kubedra.allocator import AllocatedState, Inventory, NodeInfo, allocate
+from kubedra.allocator import AllocatedState, Blocker, Inventory, NodeInfo, allocate, diagnose
+from kubedra.allocator.blockers import holders_of
 from kubedra.api.codec import plain
 from kubedra.api.core import Node, Pod
 from kubedra.api.meta import KubeObject
@@ -23,7 +24,13 @@ from kubedra.cli.lint import checked_load
 from kubedra.cli.output import table
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.cluster.store import DEFAULT_NAMESPACE, Store
-from kubedra.scheduler.explain import NodeGroup, explain_claims, pod_claims
+from kubedra.scheduler.explain import (
+    NodeGroup,
+    explain_claims,
+    group_json,
+    pod_claims,
+    what_would_fit,
+)
 from kubedra.scheduler.funnels import format_funnel
 from kubedra.scheduler.policies import POLICIES, make_policy
 from kubedra.scheduler.scheduler import SCHEDULER_NAMES, Scheduler
@@ -53,7 +60,7 @@ def schedule(settings: Settings, policy: str, mode: str) -> None:
     while True:
         for o in scheduler.run_once():
             where = (
-                f"-> {o.node} ({', '.join(o.devices) or 'no devices'})"
+                f"-> {o.node} ({', '.join(o.devices + o.joined) or 'no devices'})"
                 if o.node
                 else f"unschedulable: {o.message}"
             )
@@ -67,31 +74,52 @@ def schedule(settings: Settings, policy: str, mode: str) -> None:
 @click.argument("kind", type=click.Choice(["pod", "po", "claim", "rc"]))
 @click.argument("name", shell_complete=object_names)
 @click.option("-n", "--namespace", default="default", show_default=True)
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
 @click.pass_obj
 @fails_cleanly
-def explain(settings: Settings, kind: str, name: str, namespace: str) -> None:
-    """Why a pod or claim fits where it does, or nowhere: funnels per node group (for a
-    bound pod: its devices, the selectors they passed, and the funnel before the bind)."""
+def explain(settings: Settings, kind: str, name: str, namespace: str, output: str) -> None:
+    """Why a pod or claim fits where it does, or nowhere: per node group the funnels and
+    the blockers, and what would make it fit (for a bound pod: its devices, the selectors
+    they passed, and the funnel before the bind)."""
     store = settings.open_store()
     if kind in ("pod", "po"):
         pod = store.get(Pod, name, namespace)
         if pod.spec.node_name:
-            _explain_bound(store, pod, settings.strict)
+            _explain_bound(store, pod, settings.strict, output)
             return
         scheduler = Scheduler(store, strict_cel=settings.strict)
-        click.echo(f"pod {namespace}/{name}: pending")
+        head = f"pod {namespace}/{name}", "pending"
         groups = explain_claims(scheduler, pod_claims(scheduler, pod), pod)
     else:
         scheduler = Scheduler(store, strict_cel=settings.strict)
         claim = store.get(ResourceClaim, name, namespace)
         allocated = claim.status is not None and claim.status.allocation is not None
-        click.echo(f"claim {namespace}/{name}: " + ("allocated" if allocated else "not allocated"))
+        head = f"claim {namespace}/{name}", "allocated" if allocated else "not allocated"
         groups = explain_claims(scheduler, [claim], None)
+    if output == "json":
+        click.echo(json.dumps(explanation_json(*head, groups), indent=2))
+        return
+    click.echo(f"{head[0]}: {head[1]}")
     sys.stdout.write(format_groups(groups))
 
 
-def _explain_bound(store: Store, pod: Pod, strict: bool) -> None:
+def explanation_json(subject: str, state: str, groups: list[NodeGroup]) -> dict[str, Any]:
+    """`explain -o json`: the text's content for tools."""
+    return {
+        "object": subject,
+        "state": state,
+        "nodeGroups": [group_json(g) for g in groups],
+        "whatWouldFit": what_would_fit(groups),
+    }
+
+
+def _explain_bound(store: Store, pod: Pod, strict: bool, output: str) -> None:
     lines, groups = explain_bound(store, pod, strict)
+    if output == "json":
+        state = f"bound to {pod.spec.node_name}"
+        report = explanation_json(f"pod {pod.namespace}/{pod.name}", state, groups)
+        click.echo(json.dumps({**report, "devices": [line.strip() for line in lines]}, indent=2))
+        return
     click.echo(f"pod {pod.namespace}/{pod.name}: bound to {pod.spec.node_name}")
     click.echo("devices:" if lines else "devices: none (the pod claims no devices)")
     for line in lines:
@@ -107,8 +135,14 @@ def format_groups(groups: list[NodeGroup], max_names: int = 3) -> str:
             f", +{len(g.nodes) - max_names}" if len(g.nodes) > max_names else ""
         )
         out.append(f"  {len(g.nodes)} node(s) [{names}]: {g.summary}\n")
+        if not g.fits:
+            out.extend(f"    blocked: {b}\n" for b in g.blockers if b.detail != g.summary)
         for f in g.funnels:
             out.append("    " + format_funnel(f) + "\n")
+    hints = what_would_fit(groups)
+    if hints:
+        out.append("what would make it fit:\n")
+        out.extend(f"  {hint}\n" for hint in hints)
     return "".join(out)
 
 
@@ -217,12 +251,14 @@ def allocate_command(
     ]
     labels = {o.name: o.metadata.labels for o in objects if isinstance(o, Node)}
     held = _checked_objects([allocated_file], settings.strict) if allocated_file else []
-    state = AllocatedState.from_claims([c for c in held if isinstance(c, ResourceClaim)])
+    held_claims = [c for c in held if isinstance(c, ResourceClaim)]
+    state = AllocatedState.from_claims(held_claims)
     inventory = Inventory.build(slices)
     names = [node] if node else sorted({s.spec.node_name for s in slices if s.spec.node_name})
     infos = [NodeInfo(n, labels.get(n, {})) for n in names]
     policy, view = make_policy(order), ClusterView(inventory, infos)
     reason, results, where = "no node named by the slices", None, None
+    holders, nearest = holders_of(held_claims), -1.0
     for info in infos:
         found = allocate(
             claims,
@@ -236,9 +272,13 @@ def allocate_command(
         if found.results is not None:
             results, where = found.results, info.name
             break
-        reason = (
-            f"node {info.name}: {found.unsatisfiable.summary if found.unsatisfiable else 'no fit'}"
-        )
+        why = diagnose(found.unsatisfiable, holders) if found.unsatisfiable else ()
+        closeness = _closeness(why)
+        if closeness > nearest:  # the nearest node's blockers, not the last one's
+            nearest = closeness
+            summary = found.unsatisfiable.summary if found.unsatisfiable else "no fit"
+            blocked = f": {'; '.join(map(str, why))}" if why else ""
+            reason = f"node {info.name}: {summary}{blocked}"
     report = [
         {
             "namespace": c.namespace or DEFAULT_NAMESPACE,
@@ -250,6 +290,11 @@ def allocate_command(
     ]
     _print_report(report, output)
     sys.exit(0 if results is not None else 1)
+
+
+def _closeness(blockers: Sequence[Blocker]) -> float:
+    """How near a node came: the smallest share of a need that a blocker leaves met."""
+    return min((b.have / max(b.need, 1) for b in blockers), default=0.0)
 
 
 def _allocate_on_cluster(

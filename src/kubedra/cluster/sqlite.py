@@ -42,6 +42,7 @@ from kubedra.cluster.store import (
     with_scheduled_condition,
 )
 from kubedra.cluster.storefile import DEFAULT_PATH as DEFAULT_PATH
+from kubedra.cluster.strategy import prepared_for_create, prepared_for_update
 from kubedra.errors import (
     AlreadyExists,
     Conflict,
@@ -56,6 +57,11 @@ from kubedra.errors import (
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 # The namespaces the API server creates at start (and re-creates if deleted).
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+
+
+def generated_name(prefix: str) -> str:
+    """A name as the API server makes one from generateName: the prefix, 5 random characters."""
+    return prefix + "".join(random.choices(_SUFFIX_ALPHABET, k=5))
 
 
 def now_rfc3339(now: datetime | None = None) -> str:
@@ -219,9 +225,9 @@ class SqliteStore:
             name = meta.name or self._free_name(obj.KIND, namespace, meta.generate_name or "")
             if self._row(obj.KIND, namespace, name) is not None:
                 raise AlreadyExists(f'{obj.KIND} "{name}" already exists')
-            obj = with_defaults(obj, self._timestamp())
+            obj = prepared_for_create(with_defaults(obj, self._timestamp()))
             fresh = msgspec.structs.replace(
-                meta,
+                obj.metadata,
                 name=name,
                 generate_name=meta.generate_name,
                 namespace=namespace if type(obj).NAMESPACED else None,
@@ -231,7 +237,6 @@ class SqliteStore:
                 deletion_timestamp=None,
                 deletion_grace_period_seconds=None,
                 owner_references=unique_owner_references(meta.owner_references),
-                generation=1 if meta.generation is None else meta.generation,
             )
             return self._put(msgspec.structs.replace(obj, metadata=fresh), EventType.ADDED)
 
@@ -307,6 +312,7 @@ class SqliteStore:
             merged = _merge(stored, with_defaults(obj, self._timestamp()), keep_status)
             if keep_status:  # an update, not a status write: the API server's update rules
                 check_update(stored, merged)
+                merged = prepared_for_update(stored, merged)
             if _unchanged(stored, merged):
                 return stored  # as the API server: a write that changes nothing is not one
             if merged.metadata.deletion_timestamp and not merged.metadata.finalizers:
@@ -442,7 +448,7 @@ class SqliteStore:
 
     def _free_name(self, kind: str, namespace: str, prefix: str) -> str:
         for _ in range(100):
-            name = prefix + "".join(random.choices(_SUFFIX_ALPHABET, k=5))
+            name = generated_name(prefix)
             if self._row(kind, namespace, name) is None:
                 return name
         raise AlreadyExists(f"{kind}: no free name for generateName {prefix!r}")

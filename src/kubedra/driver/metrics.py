@@ -4,20 +4,11 @@ agent's health checks (`/healthz`, `/readyz`: the DaemonSet's probes)."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Mapping
 
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-Check = Callable[[], "str | None"]  # a problem, or None when all is well
+from kubedra.probes import Check, ProbeServer
 
 # Preparing is a store read plus a few small files: sub-millisecond to a few seconds.
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
@@ -81,8 +72,7 @@ class DriverMetrics:
             (*labels, "action"),
             registry=self.registry,
         )
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._probes = ProbeServer(self.registry)
 
     def observe_claim(self, operation: str, seconds: float, failed: bool) -> None:
         self._claim_seconds.labels(self.driver, self.node, operation).observe(seconds)
@@ -111,45 +101,8 @@ class DriverMetrics:
 
     def serve(self, port: int, addr: str = "0.0.0.0", checks: Mapping[str, Check] = {}) -> int:
         """Serve /metrics and one path per check (`/healthz`: 200 `ok`, or 503 and the
-        problem) over HTTP on `port` (0 = any free port); returns the port."""
-        server = ThreadingHTTPServer((addr, port), _handler(self.registry, dict(checks)))
-        server.daemon_threads = True
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="metrics", daemon=True)
-        self._thread.start()
-        return int(server.server_port)
+        problem) on `port` (0 = any free port); returns the port."""
+        return self._probes.serve(port, addr, checks)
 
     def shutdown(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-
-def _handler(registry: CollectorRegistry, checks: dict[str, Check]) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            if path == "/metrics":
-                self._answer(200, generate_latest(registry), CONTENT_TYPE_LATEST)
-            elif path in checks:
-                problem = checks[path]()
-                body = f"{problem}\n" if problem else "ok\n"
-                self._answer(503 if problem else 200, body.encode(), "text/plain")
-            else:
-                self._answer(404, b"not found\n", "text/plain")
-
-        def _answer(self, code: int, body: bytes, content_type: str) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass  # probes every few seconds: not worth a log line each
-
-    return Handler
+        self._probes.shutdown()

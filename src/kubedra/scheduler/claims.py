@@ -30,6 +30,7 @@ from kubedra.api.resource import (
     ResourceClaimSpec,
     ResourceClaimTemplate,
 )
+from kubedra.cluster.sqlite import generated_name
 
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 # generateName keeps 5 characters for the random suffix within a 63-character name.
@@ -127,7 +128,9 @@ def _extended_requests(pod: Pod, served: dict[str, str]) -> list[tuple[str, str,
 
 def extended_resource_claim(pod: Pod, served: dict[str, str]) -> ResourceClaim | None:
     """The claim the scheduler generates for the pod's DRA-served extended resources, or None
-    if the pod asks for none (kept as upstream: owned by the pod, annotated)."""
+    if the pod asks for none (kept as upstream: owned by the pod, annotated). Not stored
+    yet: it is created once a node is chosen (upstream's PreBind), under the name chosen
+    now, so that the scheduler's view can hold it as assumed until then."""
     wanted = _extended_requests(pod, served)
     if not wanted:
         return None
@@ -139,8 +142,10 @@ def extended_resource_claim(pod: Pod, served: dict[str, str]) -> ResourceClaim |
         for request, _, resource, count in wanted
     )
     owner = pod_owner(pod)
+    prefix = f"{pod.name}-extended-resources-"[:_MAX_PREFIX]
     meta = ObjectMeta(
-        generate_name=f"{pod.name}-extended-resources-"[:_MAX_PREFIX],
+        name=generated_name(prefix),
+        generate_name=prefix,
         namespace=pod.namespace,
         annotations={EXTENDED_RESOURCE_ANNOTATION: "true"},
         owner_references=(owner,),
@@ -150,6 +155,13 @@ def extended_resource_claim(pod: Pod, served: dict[str, str]) -> ResourceClaim |
         kind="ResourceClaim",
         metadata=meta,
         spec=ResourceClaimSpec(devices=DeviceClaim(requests=requests)),
+    )
+
+
+def is_extended_claim_of(claim: ResourceClaim, pod: Pod) -> bool:
+    """The claim was generated for this pod's extended resources."""
+    return claim.metadata.annotations.get(EXTENDED_RESOURCE_ANNOTATION) == "true" and (
+        is_owned_by(claim, pod)
     )
 
 

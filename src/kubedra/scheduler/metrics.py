@@ -8,20 +8,15 @@ One HTTP server answers `/metrics`, `/healthz` (the scheduling loop is alive) an
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable
-from socketserver import ThreadingMixIn
-from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kubedra.cluster.rest import Request
+from kubedra.probes import ProbeServer
 
 # A scheduling attempt: a millisecond for a small cluster to seconds when the API is slow.
 _ATTEMPT_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30)
-
-StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 
 
 class SchedulerMetrics:
@@ -70,8 +65,7 @@ class SchedulerMetrics:
             "Watches that expired (410) and were listed again.",
             registry=self.registry,
         )
-        self._server: WSGIServer | None = None
-        self._thread: threading.Thread | None = None
+        self._probes = ProbeServer(self.registry)
 
     def attempt(self, result: str, seconds: float) -> None:
         self.attempts.labels(result, self.profile).inc()
@@ -98,43 +92,16 @@ class SchedulerMetrics:
     def serve(
         self, port: int, healthy: Callable[[], bool], ready: Callable[[], bool], addr: str = ""
     ) -> int:
-        """Answer /metrics, /healthz and /readyz on `port` (0: any free one); the port."""
-        metrics = make_wsgi_app(self.registry)
+        """Answer /metrics, /healthz (and /livez) and /readyz on `port` (0: any free one)."""
 
-        def app(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
-            path = environ.get("PATH_INFO", "")
-            if path in ("/healthz", "/livez"):
-                return _probe(start, healthy())
-            if path == "/readyz":
-                return _probe(start, ready())
-            if path == "/metrics":
-                result: Iterable[bytes] = metrics(environ, start)
-                return result
-            start("404 Not Found", [("Content-Type", "text/plain")])
-            return [b"not found\n"]
+        def alive() -> str | None:
+            return None if healthy() else "the scheduling loop has stopped"
 
-        server = make_server(addr, port, app, _ThreadingServer, handler_class=_Quiet)
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, daemon=True, name="metrics")
-        self._thread.start()
-        return int(server.server_port)
+        def synced() -> str | None:
+            return None if ready() else "not ready: caches not filled yet"
+
+        checks = {"/healthz": alive, "/livez": alive, "/readyz": synced}
+        return self._probes.serve(port, addr, checks)
 
     def shutdown(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-
-def _probe(start: StartResponse, ok: bool) -> list[bytes]:
-    start("200 OK" if ok else "503 Service Unavailable", [("Content-Type", "text/plain")])
-    return [b"ok\n" if ok else b"not ready\n"]
-
-
-class _ThreadingServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class _Quiet(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self._probes.shutdown()

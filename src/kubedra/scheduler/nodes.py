@@ -1,32 +1,48 @@
 """Node filtering before any device is looked at: the kube-scheduler's non-DRA filters.
 
 In order: nodeName, unschedulable, nodeSelector, required node affinity, taints with
-NoSchedule/NoExecute, CPU/memory requests against what is left of allocatable. Each
-returns the reason a node is excluded, which `explain` shows per node group.
+NoSchedule/NoExecute, CPU/memory and extended-resource requests against what is left of
+allocatable. Each returns the reason a node is excluded, which `explain` shows per node
+group.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from kubedra.api.core import Node, NodeSelector, Pod, Taint, Toleration
+from kubedra.api.core import Container, Node, NodeSelector, Pod, Taint, Toleration
 from kubedra.api.quantity import Quantity
 from kubedra.api.selection import NodeSelectorError, node_selector_matches, untolerated
 
-# Resources the scheduler accounts for; DRA devices are accounted by the allocator.
+# Resources the scheduler accounts for, besides extended resources; DRA devices are
+# accounted by the allocator.
 ACCOUNTED = ("cpu", "memory")
 _UNSCHEDULABLE = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+
+def is_extended_resource(name: str) -> bool:
+    """Upstream's extended resource name: a domain-prefixed name outside kubernetes.io
+    (`example.com/gpu`), not a quota's `requests.` name."""
+    native = "/" not in name or "kubernetes.io/" in name
+    return not native and not name.startswith("requests.")
+
+
+def container_requests(c: Container) -> dict[str, Quantity]:
+    """A container's requests, a limit standing for a request it lacks (the API server's
+    defaulting: requests default to limits)."""
+    res = c.resources
+    return {**(res.limits if res else {}), **(res.requests if res else {})}
 
 
 def pod_requests(pod: Pod) -> dict[str, Quantity]:
     """Effective requests: the larger of the containers' sum and any init container's."""
     total: dict[str, Quantity] = {}
     for c in pod.spec.containers:
-        for name, q in (c.resources.requests if c.resources else {}).items():
+        for name, q in container_requests(c).items():
             total[name] = total[name].add(q) if name in total else q
     for c in pod.spec.init_containers:
-        for name, q in (c.resources.requests if c.resources else {}).items():
+        for name, q in container_requests(c).items():
             if name not in total or q > total[name]:
                 total[name] = q
     return total
@@ -44,8 +60,12 @@ class NodeFit:
         return not self.reason
 
 
-def filter_node(pod: Pod, node: Node, used: Mapping[str, Quantity]) -> NodeFit:
-    """Check one node for one pod; `used` is what pods already bound there request."""
+def filter_node(
+    pod: Pod, node: Node, used: Mapping[str, Quantity], served: Collection[str] = ()
+) -> NodeFit:
+    """Check one node for one pod; `used` is what pods already bound there request;
+    `served`: the extended resources DeviceClasses map (DRA serves them where the node
+    does not offer them itself)."""
     spec = pod.spec
     if spec.node_name and spec.node_name != node.name:
         return NodeFit(node, "node(s) didn't match the requested node name")
@@ -60,7 +80,7 @@ def filter_node(pod: Pod, node: Node, used: Mapping[str, Quantity]) -> NodeFit:
     reason = _taint_reason(node, spec.tolerations)
     if reason:
         return NodeFit(node, reason)
-    return NodeFit(node, _resource_reason(pod_requests(pod), node, used))
+    return NodeFit(node, _resource_reason(pod_requests(pod), node, used, served))
 
 
 def _affinity_matches(required: NodeSelector, node: Node) -> bool:
@@ -82,9 +102,32 @@ def _taint_reason(node: Node, tolerations: Iterable[Toleration]) -> str:
 
 
 def _resource_reason(
-    requests: Mapping[str, Quantity], node: Node, used: Mapping[str, Quantity]
+    requests: Mapping[str, Quantity],
+    node: Node,
+    used: Mapping[str, Quantity],
+    served: Collection[str] = (),
 ) -> str:
-    return shortfall(wanted(requests), resources_left(node, used))
+    """upstream NodeResourcesFit's "Insufficient <resource>". A node that does not declare
+    CPU or memory is not limited on it (kubedra's leniency for bare test nodes); an
+    extended resource it does not declare it has none of, unless a DeviceClass maps the
+    name (KEP-5004: then the pod's generated claim asks DRA for the devices)."""
+    allocatable = node.status.allocatable if node.status else {}
+    extended = sorted(n for n in requests if is_extended_resource(n))
+    for name in [n for n in ACCOUNTED if n in requests] + extended:
+        want = requests[name]
+        if want.sign() <= 0:
+            continue
+        if name not in allocatable:
+            if name in ACCOUNTED or name in served:
+                continue
+            return f"Insufficient {name}"
+        have = allocatable[name]
+        taken = used.get(name)
+        if taken is not None:
+            have = have.sub(taken)
+        if want > have:
+            return f"Insufficient {name}"
+    return ""
 
 
 Left = tuple[int | None, ...]  # nano-units left of each ACCOUNTED resource; None: not limited
@@ -123,5 +166,14 @@ def shortfall(wants: Wanted, left: Left) -> str:
 def add_requests(total: dict[str, Quantity], pod: Pod) -> None:
     """Account a pod bound to a node (in place)."""
     for name, q in pod_requests(pod).items():
-        if name in ACCOUNTED:
+        if _accounted(name):
             total[name] = total[name].add(q) if name in total else q
+
+
+def asks_node_resources(requests: Mapping[str, Quantity]) -> bool:
+    """Whether the requests include any that a node's allocatable limits."""
+    return any(q.sign() > 0 for name, q in requests.items() if _accounted(name))
+
+
+def _accounted(name: str) -> bool:
+    return name in ACCOUNTED or is_extended_resource(name)

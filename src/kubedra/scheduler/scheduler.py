@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +41,8 @@ from kubedra.allocator import (
     NodeInfo,
     allocate,
 )
-from kubedra.allocator.explain import Unsatisfiable
+from kubedra.allocator.blockers import Holders, diagnose, holders_of
+from kubedra.allocator.explain import Blocker, Unsatisfiable
 from kubedra.api.core import Namespace, Node, Pod
 from kubedra.api.kinds import KubeObjectT
 from kubedra.api.meta import KubeObject
@@ -75,6 +76,7 @@ from kubedra.scheduler.claims import (
     extended_resource_claim,
     extended_resource_classes,
     generated_claim,
+    is_extended_claim_of,
     is_owned_by,
     recorded_claim_name,
     with_claim_status,
@@ -82,7 +84,17 @@ from kubedra.scheduler.claims import (
 )
 from kubedra.scheduler.feed import Feed, LogFeed
 from kubedra.scheduler.funnels import format_funnel
-from kubedra.scheduler.nodes import add_requests, filter_node, pod_requests, shortfall, wanted
+from kubedra.scheduler.hints import hints
+from kubedra.scheduler.nodes import (
+    NodeFit,
+    add_requests,
+    asks_node_resources,
+    filter_node,
+    is_extended_resource,
+    pod_requests,
+    shortfall,
+    wanted,
+)
 from kubedra.scheduler.policies import Candidate, Policy, make_policy
 from kubedra.scheduler.policies.base import refs_of
 from kubedra.scheduler.queue import SchedulingQueue, pod_key
@@ -107,6 +119,8 @@ FEED_KINDS: tuple[type[KubeObject], ...] = (
 )
 # Kinds whose change can make an unschedulable pod fit (upstream's queueing hints).
 WAKING_KINDS = (ResourceSlice, ResourceClaim, DeviceClass, Node, DeviceTaintRule)
+DIAGNOSED_NODES = 32  # refused nodes whose blocker the PodScheduled message names
+Blockers = tuple[Blocker, ...]
 EVENT_NOTE_DETAIL = "kubedra: "  # what FailedScheduling adds to kube-scheduler's summary
 
 __all__ = ["FINALIZER", "MAX_RESERVED_FOR"]
@@ -136,8 +150,9 @@ class Outcome:
     pod: str  # namespace/name
     node: str | None
     message: str = ""
-    devices: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()  # allocated for the pod in this cycle
     result: str = "scheduled"  # scheduled, unschedulable, waiting, error (metrics' labels)
+    joined: tuple[str, ...] = ()  # of claims allocated before (a shared claim the pod joined)
 
 
 @dataclass(frozen=True)
@@ -148,6 +163,7 @@ class Plan:
     claims: list[ResourceClaim]
     candidate: Candidate
     started: float  # perf_counter at the start of the scheduling cycle
+    served: dict[str, str] = field(default_factory=dict)  # extended resource -> class
 
 
 @dataclass(frozen=True)
@@ -285,7 +301,8 @@ class Scheduler:
         except Unschedulable as why:
             return self._unschedulable(current, why)
         self._assume(current, claims, candidate)
-        return Plan(current, claims, candidate, started)
+        served = extended_resource_classes(self.classes().values())
+        return Plan(current, claims, candidate, started, served)
 
     def write(self, plan: Plan) -> Written:
         """The binding cycle's writes (no access to the view: it may run in another
@@ -303,6 +320,8 @@ class Scheduler:
             if _is_allocated(claim) and reserved_for(claim, consumer.uid):
                 continue  # written by an earlier cycle that died before binding
             try:
+                if claim.metadata.resource_version is None:
+                    claim = self._create_extended(pod, claim, plan.served)
                 done.append(
                     reserve_claim(
                         self.store,
@@ -316,6 +335,16 @@ class Scheduler:
             except KubedraError as err:
                 return Written(done, stage="claims", error=err)
         return Written(done)
+
+    def _create_extended(
+        self, pod: Pod, claim: ResourceClaim, served: dict[str, str]
+    ) -> ResourceClaim:
+        """Store the pod's extended-resource claim and record it in the pod's status."""
+        created = self.store.create(claim)
+        update_status_retrying(
+            self.store, pod, lambda current: with_extended_claim(current, created, served)
+        )
+        return created
 
     def bind(self, plan: Plan, written: Written) -> Written:
         try:
@@ -344,7 +373,17 @@ class Scheduler:
                     f"Successfully assigned {_name(pod)} to {node}",
                 )
             )
-            return Outcome(_name(pod), node, devices=tuple(str(r) for r in plan.candidate.refs))
+            before = [
+                r
+                for r, c in zip(plan.candidate.results, plan.claims, strict=True)
+                if _is_allocated(c)
+            ]
+            return Outcome(
+                _name(pod),
+                node,
+                devices=tuple(str(r) for r in plan.candidate.refs),
+                joined=tuple(str(r) for r in refs_of(before)),
+            )
         keys = {key_of(c) for c in written.claims}
         for claim in plan.claims:
             if key_of(claim) not in keys:
@@ -601,26 +640,27 @@ class Scheduler:
             if entry.resource_claim_template_name and not is_owned_by(found, pod):
                 raise Unschedulable(f'resource claim "{name}" was not created for this pod')
             claims.append(found)
-        extended = self._extended_claim(pod)
+        extended = self.extended_claim(pod)
         return claims + ([extended] if extended is not None else [])
 
-    def _extended_claim(self, pod: Pod) -> ResourceClaim | None:
-        """The claim for extended resources served by DRA classes (created on first need,
-        by the scheduler, as upstream's)."""
+    def extended_claim(self, pod: Pod) -> ResourceClaim | None:
+        """The claim for the pod's extended resources that DRA classes serve: the one
+        recorded in its status (or generated for it by an attempt that died before
+        recording it), else a new one, not stored: the binding cycle creates it (upstream's
+        PreBind), so a pod that never fits leaves no claim behind."""
         served = extended_resource_classes(self.classes().values())
         if not served:
             return None
         recorded = pod.status.extended_resource_claim_status if pod.status else None
+        claims = self._cache.of(ResourceClaim)
         if recorded is not None:
-            found = self._cache.of(ResourceClaim).get((pod.namespace, recorded.resource_claim_name))
+            found = claims.get((pod.namespace, recorded.resource_claim_name))
             if isinstance(found, ResourceClaim):
                 return found
-        claim = extended_resource_claim(pod, served)
-        if claim is None:
-            return None
-        claim = self._mine(self.store.create(claim))
-        self._mine(self.store.update_status(with_extended_claim(pod, claim, served)))
-        return claim
+        for claim in claims.values():
+            if isinstance(claim, ResourceClaim) and is_extended_claim_of(claim, pod):
+                return claim
+        return extended_resource_claim(pod, served)
 
     def _generate(self, pod: Pod, entry: str, template_name: str) -> tuple[ResourceClaim, Pod]:
         template = self._cache.of(ResourceClaimTemplate).get((pod.namespace, template_name))
@@ -676,8 +716,14 @@ class Scheduler:
             if len(found) >= self.policy.candidates:
                 break
         if not found:
+            # Bounded: diagnosing runs on failure only, but a pod can fail on many nodes.
+            holders = holders_of(self._claims()) if misses else {}
+            blocked = {m.node: diagnose(m, holders) for m in misses[:DIAGNOSED_NODES]}
             why = (
-                Unschedulable(_nowhere(len(nodes), reasons), _explained(misses))
+                Unschedulable(
+                    _nowhere(len(nodes), _with_blockers(reasons, misses, blocked)),
+                    _explained(misses, blocked, holders),
+                )
                 if only is None
                 else self._failed[equivalent][0]
             )
@@ -714,9 +760,19 @@ class Scheduler:
             reasons["node(s) didn't match Pod's node affinity/selector or taints"] = excluded
         if only is not None:
             static = [name for name in static if name in only]
-        if not any(q.sign() > 0 for k, q in needs.items() if k in ("cpu", "memory")):
+        if not asks_node_resources(needs):
             return static
-        # The static filters passed already: only the requests are left to check.
+        if any(is_extended_resource(name) for name in needs):
+            # Extended resources: node by node (rare; the kept room covers CPU and memory).
+            usage, fitting = self.node_usage(), []
+            for name in static:
+                fit = self.node_fit(pod, nodes[name], usage.get(name, {}))
+                if fit.fits:
+                    fitting.append(name)
+                else:
+                    reasons[fit.reason] = reasons.get(fit.reason, 0) + 1
+            return fitting
+        # The static filters passed already: only CPU and memory are left to check.
         wants = wanted(needs)
         self._room.sync(nodes, self.node_usage())
         if only is None:
@@ -729,6 +785,11 @@ class Scheduler:
             else:
                 fitting.append(name)
         return fitting
+
+    def node_fit(self, pod: Pod, node: Node, used: Mapping[str, Quantity]) -> NodeFit:
+        """The non-DRA filters for `pod` on `node` (extended resources that DeviceClasses
+        map are left to the allocator)."""
+        return filter_node(pod, node, used, extended_resource_classes(self.classes().values()))
 
     def _static_nodes(self, pod: Pod, constraints: bytes) -> list[str]:
         """The owned nodes a pod may go to by its node constraints alone (cached)."""
@@ -1063,15 +1124,40 @@ def _name(obj: KubeObject) -> str:
     return f"{obj.namespace}/{obj.name}"
 
 
-def _explained(misses: Sequence[Unsatisfiable]) -> str:
-    """kubedra's explanation of a pod that fit nowhere: the allocator's funnel on the node
-    that came closest (the most devices left at the last stage)."""
+def _with_blockers(
+    reasons: dict[str, int], misses: Sequence[Unsatisfiable], blocked: dict[str, Blockers]
+) -> dict[str, int]:
+    """The reasons with kubedra's blockers in brackets after the allocator's summary, for
+    the refused nodes that were diagnosed (`blocked`, by node)."""
+    out = dict(reasons)
+    for miss in misses:
+        blockers = blocked.get(miss.node)
+        if not blockers or out.get(miss.summary, 0) <= 0:
+            continue
+        short = "; ".join(f"{b.request or b.claim}: {b.short}" for b in blockers)
+        out[miss.summary] -= 1
+        if not out[miss.summary]:
+            del out[miss.summary]
+        key = f"{miss.summary} ({short})"
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def _explained(
+    misses: Sequence[Unsatisfiable], blocked: dict[str, Blockers], holders: Holders
+) -> str:
+    """kubedra's explanation of a pod that fit nowhere: on the node that came closest (the
+    most devices left at the last stage), the blockers and the allocator's funnel; then
+    what would make it fit (a release, else the nearest node), from the diagnosed nodes
+    and that one."""
     with_funnels = [m for m in misses if m.funnels]
     if not with_funnels:
         return ""
     best = max(with_funnels, key=lambda m: sum(f.counts[-1] for f in m.funnels))
+    why = blocked[best.node] if best.node in blocked else diagnose(best, holders)
     funnels = "; ".join(format_funnel(f) for f in best.funnels)
-    return f"on node {best.node}, {best.summary}: {funnels}"
+    text = f"on node {best.node}, {'; '.join(map(str, why)) or best.summary}: {funnels}"
+    return "; ".join([text, *hints({**blocked, best.node: why}.items())])
 
 
 def _without_reservations(claim: ResourceClaim, uids: set[str]) -> ResourceClaim | None:

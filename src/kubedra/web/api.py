@@ -48,7 +48,7 @@ ROUTES = {
     "/api/claims/NS/NAME": "a claim's requests, allocated devices with attributes, its pods",
     "/api/pods?namespace=NS&status=S": "pods (status pending|bound|running|succeeded|...)",
     "/api/pending?limit=N": "pending pods; the first N (25) with kubedra's explanation",
-    "/api/pending/NS/NAME": "one pending pod's explanation: node groups, funnels, blocker",
+    "/api/pending/NS/NAME": "one pending pod's `kubedra explain`: node groups, blockers, hints",
     "/api/fragmentation": "FGD fragmentation and allocation ratio now, their history, figures",
     "/api/events": "server-sent events: `change` with the new version, at most once a second",
 }

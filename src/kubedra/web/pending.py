@@ -1,9 +1,9 @@
 """Pending pods and why they wait: kubedra's explanation, the funnel per node group.
 
 A pod is pending while it has no node, has not ended and is not being deleted (whoever its
-scheduler). Its explanation is `kubedra explain pod`'s: nodes grouped by outcome, for each
-group the node filter that excluded it or, per request, the device funnel. The blocker of a
-group is the first funnel stage that leaves fewer devices than the request needs.
+scheduler). Its explanation is `kubedra explain pod -o json`'s, built by the same functions:
+nodes grouped by outcome, for each group the node filter that excluded it or the blockers
+and, per request, the device funnel; and what would make it fit.
 Explaining runs the allocator on every node, so only the first `limit` pods are explained.
 """
 
@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubedra.allocator import RequestFunnel
 from kubedra.api.core import Pod
 from kubedra.errors import KubedraError
-from kubedra.scheduler.explain import NodeGroup, explain_claims, pod_claims
+from kubedra.scheduler.explain import (
+    NodeGroup,
+    explain_claims,
+    group_json,
+    group_reason,
+    pod_claims,
+    what_would_fit,
+)
 from kubedra.scheduler.scheduler import ENDED_PHASES, Unschedulable
 from kubedra.web.facts import Facts
 from kubedra.web.workloads import scheduling_message
@@ -47,6 +53,7 @@ def explain_pod(facts: Facts, pod: Pod) -> dict[str, Any]:
         return out
     out["groups"] = [_group(g) for g in groups]
     out["fits"] = sum(len(g.nodes) for g in groups if g.fits)
+    out["whatWouldFit"] = what_would_fit(groups)
     return out
 
 
@@ -60,31 +67,5 @@ def _head(pod: Pod) -> dict[str, Any]:
 
 
 def _group(group: NodeGroup) -> dict[str, Any]:
-    return {
-        "nodes": list(group.nodes),
-        "fits": group.fits,
-        "summary": group.summary,
-        "blocker": None if group.fits else blocker(group),
-        "funnels": [_funnel(f) for f in group.funnels],
-    }
-
-
-def blocker(group: NodeGroup) -> str:
-    """The first stage where a request runs short, or the group's own summary."""
-    for f in group.funnels:
-        stage = f.bottleneck
-        if stage is not None:
-            count = dict(f.rows())[stage]
-            return f"{f.request}: {stage} ({count} of {f.wanted} needed)"
-    return group.summary
-
-
-def _funnel(f: RequestFunnel) -> dict[str, Any]:
-    return {
-        "claim": f.claim,
-        "request": f.request,
-        "wanted": f.wanted,
-        "mode": f.mode,
-        "stages": [{"stage": s, "count": c} for s, c in f.rows()],
-        "bottleneck": f.bottleneck,
-    }
+    """`kubedra explain -o json`'s node group, with its blockers in one line."""
+    return {**group_json(group), "blocker": None if group.fits else group_reason(group)}

@@ -289,9 +289,11 @@ function pendingCard(p) {
       h("div", {}, h("b", { text: g.nodes.length + " node(s)" }), " ",
         h("span", { class: "muted", text: g.nodes.slice(0, 4).join(", ") + (g.nodes.length > 4 ? ", …" : "") }), ": ",
         g.fits ? "fits" : h("span", { class: "blocker", text: g.blocker })),
-      g.funnels.map((f) => h("div", { class: "funnel" },
+      g.requests.map((f) => h("div", { class: "funnel" },
         h("span", { text: f.request + " (need " + (f.mode === "All" ? "all" : f.wanted) + "):" }),
-        f.stages.map((st) => h("span", { class: "stage" + (st.stage === f.bottleneck ? " short" : ""), text: st.count + " " + st.stage })))))));
+        Object.entries(f.funnel).map(([stage, count]) => h("span", { class: "stage" + (stage === f.bottleneck ? " short" : ""), text: count + " " + stage })))))),
+    (p.whatWouldFit || []).length ? h("div", { class: "hints" }, h("b", { text: "what would make it fit:" }),
+      p.whatWouldFit.map((hint) => h("div", { class: "hint", text: hint }))) : null);
 }
 
 // --- fragmentation --------------------------------------------------------------------------
