@@ -165,7 +165,10 @@ def test_indexed_policies_place_like_a_full_sort(
     got = _placements(fast(), seed, tmp_path / "fast")
     want = _placements(reference(), seed, tmp_path / "ref")
     assert [o.node for o in want].count(None) < len(want)  # some fit, some wait
-    assert got == want
+    # The decisions must be the same; the failure messages may differ, as blockers are
+    # diagnosed only on the nodes a search tried (the index passes over known misfits).
+    assert [(o.pod, o.node, o.devices, o.result) for o in got] == [
+        (o.pod, o.node, o.devices, o.result) for o in want]
 
 
 # node-b before node-a in seed 1's order for equal scores; two T4s each; node-a has more CPU.
