@@ -137,6 +137,10 @@ def test_a_claim_that_cannot_fit_stays_pending_and_kubedra_says_why(
     # Eight GPUs match the class, one holds the seed claim: 7 free, 9 wanted.
     assert "cannot allocate" in lines[h100]
     assert lines[h100 + 1].strip() == (
+        "blocked: default/nine-gpus gpus: class high-memory-gpu admits 8 of the node's 12 "
+        "device(s), 9 needed"
+    )
+    assert lines[h100 + 2].strip() == (
         "gpus (need 9): 12 in pools -> 8 class selectors -> 8 request selectors "
         "-> 8 untainted -> 7 free -> 7 fit"
     )

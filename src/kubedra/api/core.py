@@ -141,6 +141,9 @@ class PodStatus(Model):
     extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
 
+ENDED_PHASES = ("Succeeded", "Failed")
+
+
 class Pod(KubeObject):
     API_GROUP: ClassVar[str] = ""
     KIND: ClassVar[str] = "Pod"
@@ -186,3 +189,10 @@ class Namespace(KubeObject):
     API_GROUP: ClassVar[str] = ""
     KIND: ClassVar[str] = "Namespace"
     NAMESPACED: ClassVar[bool] = False
+
+
+def pod_runs(pod: Pod | None) -> bool:
+    """Not ended and not being deleted: the pod still holds what it was given."""
+    if pod is None or pod.metadata.deletion_timestamp:
+        return False
+    return pod.status is None or pod.status.phase not in ENDED_PHASES

@@ -19,7 +19,7 @@ from datetime import datetime
 from kubedra.allocator.inventory import rule_matches
 from kubedra.allocator.search import tolerates
 from kubedra.allocator.types import DeviceRef
-from kubedra.api.core import Pod
+from kubedra.api.core import ENDED_PHASES, Pod
 from kubedra.api.resource import (
     DeviceRequestAllocationResult,
     DeviceTaint,
@@ -30,7 +30,6 @@ from kubedra.api.resource import (
 from kubedra.scheduler.claims import is_owned_by, recorded_claim_name
 
 NO_EXECUTE = "NoExecute"
-ENDED_PHASES = ("Succeeded", "Failed")
 Key = tuple[str, str]  # (namespace, name)
 
 

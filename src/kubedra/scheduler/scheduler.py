@@ -43,7 +43,7 @@ from kubedra.allocator import (
 )
 from kubedra.allocator.blockers import Holders, diagnose, holders_of
 from kubedra.allocator.explain import Blocker, Unsatisfiable
-from kubedra.api.core import Namespace, Node, Pod
+from kubedra.api.core import ENDED_PHASES, Namespace, Node, Pod, pod_runs
 from kubedra.api.kinds import KubeObjectT
 from kubedra.api.meta import KubeObject
 from kubedra.api.quantity import Quantity
@@ -105,7 +105,6 @@ from kubedra.scheduler.view import ClusterView
 log = logging.getLogger(__name__)
 
 SCHEDULER_NAMES = ("kubedra", "default-scheduler")
-ENDED_PHASES = ("Succeeded", "Failed")
 # What the scheduler watches, in the order a first load lists it.
 FEED_KINDS: tuple[type[KubeObject], ...] = (
     Node,
@@ -437,7 +436,7 @@ class Scheduler:
             if self._is_pending(obj):
                 self.queue.add(obj)
             elif not self.others.mine(obj):
-                self.others.changed(obj, _runs(obj))
+                self.others.changed(obj, pod_runs(obj))
 
     def _note_change(self, obj: KubeObject, deleted: bool) -> bool:
         """Update derived state for one changed object; True if pending pods may now fit."""
@@ -456,7 +455,7 @@ class Scheduler:
         if isinstance(obj, Pod):
             ended = deleted or (obj.status is not None and obj.status.phase in ENDED_PHASES)
             if not self.others.mine(obj):
-                self.others.changed(obj, not deleted and _runs(obj))
+                self.others.changed(obj, not deleted and pod_runs(obj))
             if obj.spec.node_name:
                 self._usage = None  # a pending pod uses nothing on any node yet
                 self._touch(obj.spec.node_name)
@@ -590,7 +589,7 @@ class Scheduler:
             usage: dict[str, dict[str, Quantity]] = {}
             for pod in self._cache.of(Pod).values():
                 assert isinstance(pod, Pod)
-                if pod.spec.node_name and _runs(pod):
+                if pod.spec.node_name and pod_runs(pod):
                     add_requests(usage.setdefault(pod.spec.node_name, {}), pod)
             self._usage = usage
         return self._usage
@@ -1011,7 +1010,7 @@ class Scheduler:
         freed: set[str | None] = set()  # None: a node we cannot tell
         for claim in self._claims():
             reserved = claim.status.reserved_for if claim.status else ()
-            live = tuple(r for r in reserved if _runs(pods.get(r.uid)))
+            live = tuple(r for r in reserved if pod_runs(pods.get(r.uid)))
             if len(live) == len(reserved) and not _abandoned(claim):
                 continue
             released += 1
@@ -1061,7 +1060,7 @@ class Scheduler:
             if cleared.metadata.deletion_timestamp and not cleared.metadata.finalizers:
                 return True  # it was being deleted: without the finalizer it is gone
             owners = [pods.get(o.uid) for o in cleared.metadata.owner_references if o.controller]
-            if owners and all(not _runs(p) for p in owners):
+            if owners and all(not pod_runs(p) for p in owners):
                 self.store.delete(ResourceClaim, cleared.name, cleared.namespace)
         except KubedraError as err:  # changed by someone else, or the server away: the next
             log.debug("claim %s not released: %s", claim.name, err)  # refresh sees the truth
@@ -1193,12 +1192,6 @@ def _abandoned(claim: ResourceClaim) -> bool:
         and not reserved
         and FINALIZER in claim.metadata.finalizers
     )
-
-
-def _runs(pod: Pod | None) -> bool:
-    if pod is None or pod.metadata.deletion_timestamp:
-        return False
-    return pod.status is None or pod.status.phase not in ENDED_PHASES
 
 
 def _has_condition(pod: Pod, message: str) -> bool:

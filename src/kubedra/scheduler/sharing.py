@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kubedra.allocator import DeviceRef
-from kubedra.api.core import Pod
+from kubedra.api.core import Pod, pod_runs
 from kubedra.api.resource import ResourceClaim
 from kubedra.scheduler.cache import Key
 from kubedra.scheduler.queue import pod_key
@@ -78,11 +78,13 @@ class OtherSchedulers:
         found = self._held(pods.values(), claims, node_of)
         self._pending = {k: t for k, t in self._pending.items() if now - t < RACE_WINDOW_S}
         self._until = min(self._pending.values(), default=now) + RACE_WINDOW_S
-        for k in self._pending:
-            pod = pods.get(k)
-            if pod is not None:
-                for node in may_go(pod):
-                    found.setdefault(node, scheduler_of(pod))
+        pending = [pods[k] for k in self._pending if k in pods]
+        # Their bound pods' nodes too: a binding can arrive on the pod watch before the
+        # claim's allocation arrives on the claim watch (two streams, no common order).
+        bound = [p for p in pods.values() if p.spec.node_name and self._holds_claims(p)]
+        for pod in [*bound, *pending]:
+            for node in may_go(pod):
+                found.setdefault(node, scheduler_of(pod))
         for node in sorted(set(found) - self.seen):
             log.warning(
                 "node %s: %s allocates devices here too; %s",
@@ -95,6 +97,9 @@ class OtherSchedulers:
         self.seen |= set(found)
         self._nodes = found
         return found
+
+    def _holds_claims(self, pod: Pod) -> bool:
+        return bool(pod.spec.resource_claims) and pod_runs(pod) and not self.mine(pod)
 
     def _held(
         self,

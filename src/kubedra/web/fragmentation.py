@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kubedra.api.core import Pod
+from kubedra.api.core import ENDED_PHASES, Pod
 from kubedra.api.resource import ResourceClaim
 from kubedra.errors import KubedraError
 from kubedra.scheduler.explain import pod_claims
@@ -29,7 +29,7 @@ from kubedra.scheduler.policies.fragmentation import (
     TaskShape,
     node_fragmentation,
 )
-from kubedra.scheduler.scheduler import ENDED_PHASES, Unschedulable
+from kubedra.scheduler.scheduler import Unschedulable
 from kubedra.web.devices import NodeFacts
 from kubedra.web.facts import Facts
 from kubedra.web.fleet import ACCELERATORS

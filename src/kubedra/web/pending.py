@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubedra.api.core import Pod
+from kubedra.api.core import ENDED_PHASES, Pod
 from kubedra.errors import KubedraError
 from kubedra.scheduler.explain import (
     NodeGroup,
@@ -21,7 +21,7 @@ from kubedra.scheduler.explain import (
     pod_claims,
     what_would_fit,
 )
-from kubedra.scheduler.scheduler import ENDED_PHASES, Unschedulable
+from kubedra.scheduler.scheduler import Unschedulable
 from kubedra.web.facts import Facts
 from kubedra.web.workloads import scheduling_message
 
