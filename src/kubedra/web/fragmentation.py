@@ -22,12 +22,11 @@ from kubedra.api.core import ENDED_PHASES, Pod
 from kubedra.api.resource import ResourceClaim
 from kubedra.errors import KubedraError
 from kubedra.scheduler.explain import pod_claims
-from kubedra.scheduler.nodes import pod_requests
 from kubedra.scheduler.policies.fragmentation import (
     MILLI,
-    MILLI_CAPACITY,
     TaskShape,
     node_fragmentation,
+    task_shape,
 )
 from kubedra.scheduler.scheduler import Unschedulable
 from kubedra.web.devices import NodeFacts
@@ -38,20 +37,9 @@ DEFAULT_MIX = ((TaskShape(1), 1.0),)
 
 
 def pod_shape(pod: Pod, claims: Sequence[ResourceClaim]) -> TaskShape:
-    """FGD's task type of a pod: the devices its claims ask for, the milli per device where
-    a request asks for a `milli` capacity (else whole devices), and its CPU. (The policy's
-    `Fragmentation.prepare` shapes a pod the same way, from its unallocated claims only.)"""
-    devices, milli = 0, MILLI
-    for claim in claims:
-        for request in claim.spec.devices.requests:
-            exact = request.exactly or (request.first_available or (None,))[0]
-            if exact is None:
-                continue
-            devices += exact.count or 1
-            asked = exact.capacity.requests if exact.capacity else {}
-            milli = next((q.value() for k, q in asked.items() if k.endswith(MILLI_CAPACITY)), milli)
-    cpu = pod_requests(pod).get("cpu")
-    return TaskShape(devices, milli, cpu.milli_value() if cpu is not None else 0)
+    """FGD's task type of a pod, from all its claims (the policy shapes a pending pod from
+    its unallocated claims only)."""
+    return task_shape(pod, claims)[0]
 
 
 def workload_mix(facts: Facts) -> list[tuple[TaskShape, float]]:

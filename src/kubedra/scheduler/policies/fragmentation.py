@@ -178,25 +178,8 @@ class Fragmentation(Policy):
     def prepare(self, pod: Pod, claims: Sequence[ResourceClaim]) -> None:
         """The pod's shape: devices its unallocated claims ask for, the milli per device
         where a request asks for a `milli` capacity (else whole devices), its CPU."""
-        devices, milli, whole = 0, MILLI, True
-        for claim in claims:
-            if claim.status is not None and claim.status.allocation is not None:
-                continue
-            for request in claim.spec.devices.requests:
-                exact = request.exactly or (
-                    request.first_available[0] if request.first_available else None
-                )
-                if exact is None:
-                    continue
-                devices += exact.count or 1
-                asked = exact.capacity.requests if exact.capacity else {}
-                own = next(
-                    (q.value() for k, q in asked.items() if k.endswith(MILLI_CAPACITY)), None
-                )
-                milli = milli if own is None else own
-                whole = whole and own in (None, MILLI)
-        cpu = pod_requests(pod).get("cpu")
-        self._pod = TaskShape(devices, milli, cpu.milli_value() if cpu is not None else 0)
+        unallocated = [c for c in claims if c.status is None or c.status.allocation is None]
+        self._pod, whole = task_shape(pod, unallocated)
         # Whole devices (or none) leave a node in the one state its rank was computed for,
         # whichever devices the allocator takes: the first candidate scores its node's rank,
         # and no node ranked after it can score higher.
@@ -423,3 +406,24 @@ class Fragmentation(Policy):
         )
         assert rating is not None
         return rating
+
+
+def task_shape(pod: Pod, claims: Sequence[ResourceClaim]) -> tuple[TaskShape, bool]:
+    """FGD's task type of a pod: the devices `claims` ask for, the milli per device where a
+    request asks for a `milli` capacity (else whole devices), its CPU; and whether it asks
+    whole devices only."""
+    devices, milli, whole = 0, MILLI, True
+    for claim in claims:
+        for request in claim.spec.devices.requests:
+            exact = request.exactly or (
+                request.first_available[0] if request.first_available else None
+            )
+            if exact is None:
+                continue
+            devices += exact.count or 1
+            asked = exact.capacity.requests if exact.capacity else {}
+            own = next((q.value() for k, q in asked.items() if k.endswith(MILLI_CAPACITY)), None)
+            milli = milli if own is None else own
+            whole = whole and own in (None, MILLI)
+    cpu = pod_requests(pod).get("cpu")
+    return TaskShape(devices, milli, cpu.milli_value() if cpu is not None else 0), whole
