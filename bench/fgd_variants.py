@@ -25,10 +25,10 @@ from kubedra.scheduler.policies.fragmentation import (
     Fragmentation,
     NodeState,
     TaskShape,
-    fgd_score,
     placements,
     share_from,
 )
+from kubedra.scheduler.policies.fragmentation_lookahead import FragmentationLookahead
 from kubedra.scheduler.view import ClusterView
 from kubedra.sim.cli import Job, _execute
 from kubedra.sim.trace import OPENB_DIR
@@ -79,61 +79,65 @@ class Softer(Fragmentation):
     """FGD's score on a coarser scale: 100·σ(−ΔF/2000), more changes score alike."""
 
     name = "x-t2000"
-    temperature = 2000.0
-
-    def _rate(
-        self, before: Free, options: list[Free], bands: tuple[int, int], models: frozenset[str]
-    ) -> float | None:
-        base = self._banded(before, bands[0], models)
-
-        def score(delta: float) -> int:
-            x = max(min(delta / self.temperature, 700.0), -700.0)
-            return int(100.0 / (1.0 + math.exp(x)))
-
-        return max(
-            (
-                score(self._banded(a, bands[1], models) - base) - self.free_weight * sum(a)
-                for a in options
-            ),
-            default=None,
-        )
+    scale = 2000.0
 
 
-class LookAhead(Fragmentation):
-    """Rate a node state by F after this pod and then, in expectation over the primed mix,
-    the best placement of the next typical task on that node."""
+class _Look(FragmentationLookahead):
+    """`fragmentation-lookahead` with its knobs: `depth` arrivals ahead, V_k(s) = V_k-1(s)
+    + weight · E[gain of the next task under V_k-1]; `cpu` False: the next task's CPU is
+    not counted (the node keeps its band)."""
 
-    name = "x-look"
+    weight, depth, cpu = 1.0, 1, True
 
-    def _after_next(self, free: Free, band: int, models: frozenset[str]) -> float:
-        key = (free, -1 - band, models)  # negative bands: this measure's own memo entries
+    def _measure(self, free: Free, band: int, models: frozenset[str]) -> float:
+        return self._v(free, band, models, self.depth)
+
+    def _v(self, free: Free, band: int, models: frozenset[str], depth: int) -> float:
+        if depth == 0:
+            return self._banded(free, band, models)
+        key = (free, -1000 * depth - band, models)  # negative bands: this measure's own
         got = self._memo.get(key)
         if got is None:
-            base = self._banded(free, band, models)
-            gain = 0.0
-            for shape, p in self.mix():
-                if shape.devices == 0:
-                    continue
-                best = min(
-                    (self._banded(a, band, models) - base for a in placements(free, shape)),
-                    default=0.0,
-                )
-                gain += p * min(best, 0.0)
-            got = self._memo[key] = base + gain
+
+            def inner(f: Free, b: int, m: frozenset[str]) -> float:
+                return self._v(f, b, m, depth - 1)
+
+            gain = self._expected_gain(free, band, models, inner)
+            got = self._memo[key] = inner(free, band, models) + self.weight * gain
         return got
 
-    def _rate(
-        self, before: Free, options: list[Free], bands: tuple[int, int], models: frozenset[str]
-    ) -> float | None:
-        base = self._after_next(before, bands[0], models)
-        return max(
-            (
-                fgd_score(self._after_next(a, bands[1], models) - base)
-                - self.free_weight * sum(a)
-                for a in options
-            ),
-            default=None,
-        )
+    def _band_after(self, band: int, cpu_milli: int) -> int | None:
+        return super()._band_after(band, cpu_milli) if self.cpu else band
+
+
+class LookAhead(_Look):
+    """The first look-ahead: the next task's CPU not counted."""
+
+    name, cpu = "x-look", False
+
+
+class LookAheadWeighted(_Look):
+    name, cpu, weight = "x-look-l2", False, 2.0
+
+
+class LookAheadDeep(_Look):
+    name, cpu, depth = "x-look-d2", False, 2
+
+
+class LookCpuD2(_Look):
+    name, depth = "x-lc-d2", 2
+
+
+class LookCpuL05(_Look):
+    name, weight = "x-lc-l05", 0.5
+
+
+class LookCpuT500(_Look):
+    name, scale = "x-lc-t500", 500.0
+
+
+class LookCpuT2000(_Look):
+    name, scale = "x-lc-t2000", 2000.0
 
 
 class _CpuTie(Fragmentation):

@@ -143,6 +143,23 @@ def test_a_missing_store_is_created_complete_and_an_empty_file_is_not(tmp_path: 
     assert empty.stat().st_size == 0
 
 
+def test_a_store_made_before_the_owner_index_gets_it_on_open_and_keeps_its_data(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.db"
+    healthy(path)
+    before = [n.metadata.name for n in SqliteStore(path).list(Node)]
+    sql(path, "DROP INDEX owners_object")  # as stores made before the index was added
+    plan = "EXPLAIN QUERY PLAN DELETE FROM owners WHERE kind='Pod' AND namespace='a' AND name='b'"
+    store = SqliteStore(path)
+    store.close()
+    db = sqlite3.connect(path)
+    uses = " ".join(str(row[-1]) for row in db.execute(plan))
+    db.close()
+    assert "USING INDEX owners_object" in uses  # removing an object's owner rows: no scan
+    assert [n.metadata.name for n in SqliteStore(path).list(Node)] == before != []
+
+
 CREATE = textwrap.dedent("""
     import sys, time
     from kubedra.api.core import Node

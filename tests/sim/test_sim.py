@@ -213,6 +213,28 @@ def test_fragmentation_measure_by_hand() -> None:
     assert (fgd_score(-10**9), fgd_score(10**9)) == (100, 0)
 
 
+def test_lookahead_measure_by_hand() -> None:
+    whole, part, cpu_only = TaskShape(1, 1000, 1000), TaskShape(1, 300, 1000), TaskShape(0, 0, 4000)
+    p = make_policy("fragmentation-lookahead")
+    assert isinstance(p, Fragmentation)
+    p.prime({whole: 1, part: 2, cpu_only: 1})
+    any_model = frozenset[str]()
+    # One GPU with 300 free: the whole-GPU type (1/4) and the CPU-only type (1/4) leave its
+    # 300 idle, the 300-milli type uses it: F = 150. The next 300-milli task (1/2) would
+    # take F to 0, so the look-ahead takes off half of 150.
+    assert p.fragmentation((300,), None, any_model) == pytest.approx(150)
+    assert p.measure((300,), None, any_model) == pytest.approx(150 - 0.5 * 150)
+    # 2500m CPU (covers 1000, not 4000): the same; the next task's 1000m come off 1000.
+    assert p.measure((300,), 2500, any_model) == pytest.approx(75)
+    # 900m: no GPU type runs here and none can next: F = 300 and nothing to take back.
+    assert p.measure((300,), 900, any_model) == pytest.approx(300)
+    # FGD's own policy compares F itself.
+    fgd = make_policy("fragmentation")
+    assert isinstance(fgd, Fragmentation)
+    fgd.prime({whole: 1, part: 2, cpu_only: 1})
+    assert fgd.measure((300,), None, any_model) == pytest.approx(150)
+
+
 def test_fragmentation_policy_mix() -> None:
     p = make_policy("fragmentation")
     assert isinstance(p, Fragmentation)
@@ -382,10 +404,11 @@ def test_sim_report_runs_both_fgd_policies_over_the_seeds(tmp_path: Path) -> Non
     md = out.read_text()
     # one seeds table per variant, in the report's order of variants (not by file name)
     default, multigpu, cpu250 = md.split("\n## Seeds\n")[1].split("## Verdict")[0].split("\n### ")[1:]
-    assert default.startswith("`openb_pod_list_default`: `fragmentation`, `fragmentation-pack`")
+    assert default.startswith(
+        "`openb_pod_list_default`: `fragmentation`, `fragmentation-lookahead`, `fragmentation-pack`")
     assert multigpu.startswith("`openb_pod_list_multigpu50`: `fragmentation`")
     assert cpu250.startswith("`openb_pod_list_cpu250`: `fragmentation`")
-    for policy in ("fragmentation", "fragmentation-pack"):
+    for policy in ("fragmentation", "fragmentation-lookahead", "fragmentation-pack"):
         assert all(f"| {policy} | {seed} |" in default for seed in (1, 2))
     # the other variants: `fragmentation` alone, over `variant_seeds`
     assert all(f"| fragmentation | {seed} |" in cpu250 for seed in (1, 3))

@@ -38,6 +38,7 @@ CREATE INDEX objects_driver ON objects (kind, driver);
 CREATE TABLE owners (
     owner_uid TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL);
 CREATE INDEX owners_uid ON owners (owner_uid);
+CREATE INDEX owners_object ON owners (kind, namespace, name);
 CREATE TABLE changes (
     rv INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, kind TEXT NOT NULL,
     data BLOB NOT NULL);
@@ -132,10 +133,25 @@ def connect(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA synchronous=NORMAL")  # WAL: a kill loses nothing committed
         if not wal_mode:
             db.execute("PRAGMA journal_mode=WAL")
+        add_missing_indexes(db)
     except sqlite3.Error as err:
         db.close()
         raise translate(path, err) from None
     return db
+
+
+# Indexes added after stores were made with SCHEMA_VERSION 1: derived data, so a store
+# without them is still valid and gets them on its next open (no version change).
+LATER_INDEXES = {"owners_object": "owners (kind, namespace, name)"}
+
+
+def add_missing_indexes(db: sqlite3.Connection) -> None:
+    """Build the indexes an older store lacks (one read when none is missing). Without
+    `owners_object`, removing an object's owner rows scanned the whole owners table."""
+    present = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    for name, target in LATER_INDEXES.items():
+        if name not in present:
+            db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {target}")
 
 
 def open_connection(path: Path, mode: str) -> sqlite3.Connection:

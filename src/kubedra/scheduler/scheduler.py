@@ -656,10 +656,13 @@ class Scheduler:
             found = claims.get((pod.namespace, recorded.resource_claim_name))
             if isinstance(found, ResourceClaim):
                 return found
+        new = extended_resource_claim(pod, served)
+        if new is None:
+            return None  # asks for none: skip the scan (every pod would pay O(claims))
         for claim in claims.values():
             if isinstance(claim, ResourceClaim) and is_extended_claim_of(claim, pod):
                 return claim
-        return extended_resource_claim(pod, served)
+        return new
 
     def _generate(self, pod: Pod, entry: str, template_name: str) -> tuple[ResourceClaim, Pod]:
         template = self._cache.of(ResourceClaimTemplate).get((pod.namespace, template_name))

@@ -93,9 +93,10 @@ def node_fragmentation(
     return frag
 
 
-def fgd_score(delta: float) -> int:
-    """FGD's node score for a fragmentation change of `delta` milli: 0..100, 50 for none."""
-    x = max(min(delta / MILLI, 700.0), -700.0)  # math.exp overflows past ~709
+def fgd_score(delta: float, scale: float = MILLI) -> int:
+    """FGD's node score for a fragmentation change of `delta` milli: 0..100, 50 for none
+    (`scale`: the change that moves it from 50 to 26; FGD's is one device)."""
+    x = max(min(delta / scale, 700.0), -700.0)  # math.exp overflows past ~709
     return int(100.0 / (1.0 + math.exp(x)))
 
 
@@ -140,6 +141,7 @@ class Fragmentation(Policy):
     name = "fragmentation"
     candidates = 4
     free_weight: float = 0.0  # > 0: equal scores go to the node left with less free capacity
+    scale: float = MILLI  # of FGD's score (`fgd_score`)
 
     def __init__(self) -> None:
         self.observed: Counter[TaskShape] = Counter()
@@ -225,6 +227,14 @@ class Fragmentation(Policy):
         self.mix()
         return self._banded(free, self._band(cpu_free), models)
 
+    def measure(
+        self, free: tuple[int, ...], cpu_free: int | None, models: frozenset[str]
+    ) -> float:
+        """What the node score compares before and after a pod (F_n here; a subclass may
+        refine it), memoised like `fragmentation`."""
+        self.mix()
+        return self._measure(free, self._band(cpu_free), models)
+
     def _banded(self, free: tuple[int, ...], band: int, models: frozenset[str]) -> float:
         """F_n for free CPU anywhere in `band` (it only compares CPU with the steps)."""
         key = (free, band, models)
@@ -272,15 +282,19 @@ class Fragmentation(Policy):
         """The best of FGD's scores for leaving a node's devices at one of `options` instead
         of `before` (its CPU band before and after the pod), less a tie-break on the capacity
         left; None: no option."""
-        base = self._banded(before, bands[0], models)
+        base = self._measure(before, bands[0], models)
         return max(
             (
-                fgd_score(self._banded(after, bands[1], models) - base)
+                fgd_score(self._measure(after, bands[1], models) - base, self.scale)
                 - self.free_weight * sum(after)
                 for after in options
             ),
             default=None,
         )
+
+    def _measure(self, free: tuple[int, ...], band: int, models: frozenset[str]) -> float:
+        """What the score compares before and after the pod: FGD's F_n here."""
+        return self._banded(free, band, models)
 
     def _cpu_bands(self, node: str) -> tuple[int, int]:
         """The node's CPU band before and after the pod being placed."""
