@@ -11,7 +11,8 @@ expectation over the primed mix (a over the states m can leave s in, its CPU inc
 would take back. The
 score, the integer scale, the node order for equal scores and the GPU choice are FGD's
 (`fragmentation`), only with V in place of F. On the Alibaba default trace it leaves less
-capacity unallocated than FGD on each of the paper's ten seeds (docs/results.md).
+capacity unallocated than FGD on each of the paper's ten seeds, and on three of the four
+other variants; where a quarter of the pods ask for no GPU it leaves more (docs/results.md).
 
 V is memoised per (free milli, CPU band, models) like F, so it costs one pass over the mix
 per distinct node state, not per node.
