@@ -1,6 +1,6 @@
 """Experiments past FGD: `fragmentation` with one rule changed, over seeds of the default trace.
 
-    python -m bench.fgd_variants POLICY SEEDS [JOBS]   e.g. x-look 42,43,44,45 2
+    python -m bench.fgd_variants POLICY SEEDS [JOBS [POD_LIST]]   e.g. x-look 42,43,44,45 2
 
 prints one JSON line per seed (unallocated GPU % at 100 and 130 % arrived, CPU seconds)
 and the mean ± sd. The variants register under `x-` names when this module is imported;
@@ -25,6 +25,7 @@ from kubedra.scheduler.policies.fragmentation import (
     Fragmentation,
     NodeState,
     TaskShape,
+    fgd_score,
     placements,
     share_from,
 )
@@ -140,6 +141,58 @@ class LookCpuT2000(_Look):
     name, scale = "x-lc-t2000", 2000.0
 
 
+class LookExactCpu(FragmentationLookahead):
+    """The look-ahead with the next task's CPU taken off the node's own free CPU (not the
+    least of its band): ratings keyed by the exact free CPU."""
+
+    name = "x-lc-exact"
+    _exact: int | None = None
+
+    def _rating(self, pod: TaskShape, state: NodeState) -> float | None:
+        number, cpu = state
+        ratings = self._ratings.setdefault(pod, {})
+        key = (number, cpu, -1)
+        if key not in ratings:
+            free, models = self._devices[number]
+            self._exact = cpu
+            ratings[key] = self._rate(free, placements(free, pod), (0, 0), models)
+        return ratings[key]
+
+    def _cpu_bands(self, node: str) -> tuple[int, int]:
+        cpu = self._cpu_free(node)
+        self._exact = cpu
+        return super()._cpu_bands(node)
+
+    def _v(self, free: Free, cpu: int | None, models: frozenset[str]) -> float:
+        key = (free, -(10**9) - (cpu if cpu is not None else -1), models)
+        got = self._memo.get(key)
+        if got is None:
+            base = self._banded(free, self._band(cpu), models)
+            gain = 0.0
+            for shape, p in self.mix():
+                if shape.devices == 0 or (cpu is not None and cpu < shape.cpu_milli):
+                    continue
+                after = self._band(None if cpu is None else cpu - shape.cpu_milli)
+                best = min(
+                    (self._banded(a, after, models) - base for a in placements(free, shape)),
+                    default=0.0,
+                )
+                gain += p * min(best, 0.0)
+            got = self._memo[key] = base + gain
+        return got
+
+    def _rate(
+        self, before: Free, options: list[Free], bands: tuple[int, int], models: frozenset[str]
+    ) -> float | None:
+        cpu = self._exact
+        pod_cpu = self._pod.cpu_milli if self._pod is not None else 0
+        after_cpu = None if cpu is None else cpu - pod_cpu
+        base = self._v(before, cpu, models)
+        return max(
+            (fgd_score(self._v(a, after_cpu, models) - base) for a in options), default=None
+        )
+
+
 class _CpuTie(Fragmentation):
     """FGD's score, then a CPU rule among equal scores (before the node order)."""
 
@@ -223,9 +276,11 @@ class Online(Fragmentation):
         return self._mix
 
 
-def one(policy: str, seed: int, max_pods: int | None = None) -> dict[str, Any]:
+def one(
+    policy: str, seed: int, max_pods: int | None = None, stem: str = "openb_pod_list_default"
+) -> dict[str, Any]:
     nodes = OPENB_DIR / "openb_node_list_gpu_node.csv"
-    pods = OPENB_DIR / "openb_pod_list_default.csv"
+    pods = OPENB_DIR / f"{stem}.csv"
     start = time.process_time()
     r = _execute(Job(str(nodes), str(pods), policy, seed, "saturate", max_pods, 1.3, False))
     return {
@@ -237,14 +292,15 @@ def one(policy: str, seed: int, max_pods: int | None = None) -> dict[str, Any]:
     }
 
 
-def _one(args: tuple[str, int]) -> dict[str, Any]:
-    return one(*args)
+def _one(args: tuple[str, int, str]) -> dict[str, Any]:
+    return one(args[0], args[1], None, args[2])
 
 
 if __name__ == "__main__":
     name, seeds = sys.argv[1], [int(s) for s in sys.argv[2].split(",")]
     with ProcessPoolExecutor(int(sys.argv[3]) if len(sys.argv) > 3 else 1) as pool:
-        results = list(pool.map(_one, [(name, s) for s in seeds]))
+        stem = sys.argv[4] if len(sys.argv) > 4 else "openb_pod_list_default"
+        results = list(pool.map(_one, [(name, s, stem) for s in seeds]))
     for line in results:
         print(json.dumps(line))
     values = [r["unalloc130"] for r in results]
