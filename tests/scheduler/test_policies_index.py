@@ -46,22 +46,19 @@ class _AllCandidates(Policy):
         self.candidates = type(self).candidates  # always score every candidate
 
 
-class RefBinpack(_AllCandidates, Binpack):
+class _FewestFreeFirst(_AllCandidates):
+    def rank_nodes(
+        self, view: ClusterView, nodes: Sequence[str], skip: AbstractSet[str] = frozenset()
+    ) -> Sequence[str]:
+        return sorted(nodes, key=lambda n: view.nodes[n].free())
+
+
+class RefBinpack(_FewestFreeFirst, Binpack):
     name = ""  # not registered
 
-    def rank_nodes(
-        self, view: ClusterView, nodes: Sequence[str], skip: AbstractSet[str] = frozenset()
-    ) -> Sequence[str]:
-        return sorted(nodes, key=lambda n: view.nodes[n].free())
 
-
-class RefTopology(_AllCandidates, Topology):
+class RefTopology(_FewestFreeFirst, Topology):
     name = ""
-
-    def rank_nodes(
-        self, view: ClusterView, nodes: Sequence[str], skip: AbstractSet[str] = frozenset()
-    ) -> Sequence[str]:
-        return sorted(nodes, key=lambda n: view.nodes[n].free())
 
 
 class RefSpread(_AllCandidates, Spread):
