@@ -25,7 +25,6 @@ from kubedra.scheduler.policies.fragmentation import (
     Fragmentation,
     NodeState,
     TaskShape,
-    fgd_score,
     placements,
     share_from,
 )
@@ -43,10 +42,10 @@ class ExactChange(Fragmentation):
     name = "x-exact"
 
     def _rate(
-        self, before: Free, options: list[Free], bands: tuple[int, int], models: frozenset[str]
+        self, before: Free, options: list[Free], levels: tuple[int, int], models: frozenset[str]
     ) -> float | None:
-        base = self._banded(before, bands[0], models)
-        return max((base - self._banded(a, bands[1], models) for a in options), default=None)
+        base = self._banded(before, levels[0], models)
+        return max((base - self._banded(a, levels[1], models) for a in options), default=None)
 
 
 class LowestIndex(Fragmentation):
@@ -58,10 +57,10 @@ class LowestIndex(Fragmentation):
     def _fgd_choice(
         self, view: ClusterView, node: str, free: dict[DeviceRef, int], pod: TaskShape
     ) -> DeviceOrder:
-        bands, models = self._cpu_bands(node), view.nodes[node].models
+        levels, models = self._cpu_levels(node), view.nodes[node].models
         before = tuple(sorted(free.values()))
         rating = {
-            f: self._rate(before, [share_from(before, f, pod.milli)], bands, models)
+            f: self._rate(before, [share_from(before, f, pod.milli)], levels, models)
             for f in set(free.values())
             if f >= pod.milli
         }
@@ -86,29 +85,43 @@ class Softer(Fragmentation):
 class _Look(FragmentationLookahead):
     """`fragmentation-lookahead` with its knobs: `depth` arrivals ahead, V_k(s) = V_k-1(s)
     + weight · E[gain of the next task under V_k-1]; `cpu` False: the next task's CPU is
-    not counted (the node keeps its band)."""
+    not counted (the node keeps its CPU). Rated at the exact free CPU (deeper looks tell
+    more CPU values apart than the policy's levels)."""
 
     weight, depth, cpu = 1.0, 1, True
 
-    def _measure(self, free: Free, band: int, models: frozenset[str]) -> float:
-        return self._v(free, band, models, self.depth)
+    def __init__(self) -> None:
+        super().__init__()
+        self._deep: dict[tuple[Free, int, frozenset[str], int], float] = {}
 
-    def _v(self, free: Free, band: int, models: frozenset[str], depth: int) -> float:
+    def _computed(self) -> list[dict[Any, Any]]:
+        return [*super()._computed(), self._deep]
+
+    def _cpu_level(self, cpu_free: int | None) -> int:
+        return 1 << 62 if cpu_free is None else cpu_free
+
+    def _level_cpu(self, level: int) -> int:
+        return level
+
+    def _measure(self, free: Free, level: int, models: frozenset[str]) -> float:
+        return self._v(free, level, models, self.depth)
+
+    def _v(self, free: Free, cpu: int, models: frozenset[str], depth: int) -> float:
         if depth == 0:
-            return self._banded(free, band, models)
-        key = (free, -1000 * depth - band, models)  # negative bands: this measure's own
-        got = self._memo.get(key)
+            return self._f_at(free, cpu, models)
+        key = (free, cpu, models, depth)
+        got = self._deep.get(key)
         if got is None:
 
-            def inner(f: Free, b: int, m: frozenset[str]) -> float:
-                return self._v(f, b, m, depth - 1)
+            def inner(f: Free, c: int, m: frozenset[str]) -> float:
+                return self._v(f, c, m, depth - 1)
 
-            gain = self._expected_gain(free, band, models, inner)
-            got = self._memo[key] = inner(free, band, models) + self.weight * gain
+            gain = self._expected_gain(free, cpu, models, inner)
+            got = self._deep[key] = inner(free, cpu, models) + self.weight * gain
         return got
 
-    def _band_after(self, band: int, cpu_milli: int) -> int | None:
-        return super()._band_after(band, cpu_milli) if self.cpu else band
+    def _cpu_after(self, cpu: int, task_cpu: int) -> int | None:
+        return super()._cpu_after(cpu, task_cpu) if self.cpu else cpu
 
 
 class LookAhead(_Look):
@@ -141,56 +154,17 @@ class LookCpuT2000(_Look):
     name, scale = "x-lc-t2000", 2000.0
 
 
-class LookExactCpu(FragmentationLookahead):
-    """The look-ahead with the next task's CPU taken off the node's own free CPU (not the
-    least of its band): ratings keyed by the exact free CPU."""
+class LookBandCpu(_Look):
+    """The look-ahead as first committed: the next task's CPU taken off the least CPU of
+    the node's band (so nodes of one band rate alike), not off its own free CPU."""
 
-    name = "x-lc-exact"
-    _exact: int | None = None
+    name = "x-lc-band"
 
-    def _rating(self, pod: TaskShape, state: NodeState) -> float | None:
-        number, cpu = state
-        ratings = self._ratings.setdefault(pod, {})
-        key = (number, cpu, -1)
-        if key not in ratings:
-            free, models = self._devices[number]
-            self._exact = cpu
-            ratings[key] = self._rate(free, placements(free, pod), (0, 0), models)
-        return ratings[key]
-
-    def _cpu_bands(self, node: str) -> tuple[int, int]:
-        cpu = self._cpu_free(node)
-        self._exact = cpu
-        return super()._cpu_bands(node)
-
-    def _v(self, free: Free, cpu: int | None, models: frozenset[str]) -> float:
-        key = (free, -(10**9) - (cpu if cpu is not None else -1), models)
-        got = self._memo.get(key)
-        if got is None:
-            base = self._banded(free, self._band(cpu), models)
-            gain = 0.0
-            for shape, p in self.mix():
-                if shape.devices == 0 or (cpu is not None and cpu < shape.cpu_milli):
-                    continue
-                after = self._band(None if cpu is None else cpu - shape.cpu_milli)
-                best = min(
-                    (self._banded(a, after, models) - base for a in placements(free, shape)),
-                    default=0.0,
-                )
-                gain += p * min(best, 0.0)
-            got = self._memo[key] = base + gain
-        return got
-
-    def _rate(
-        self, before: Free, options: list[Free], bands: tuple[int, int], models: frozenset[str]
-    ) -> float | None:
-        cpu = self._exact
-        pod_cpu = self._pod.cpu_milli if self._pod is not None else 0
-        after_cpu = None if cpu is None else cpu - pod_cpu
-        base = self._v(before, cpu, models)
-        return max(
-            (fgd_score(self._v(a, after_cpu, models) - base) for a in options), default=None
-        )
+    def _v(self, free: Free, cpu: int, models: frozenset[str], depth: int) -> float:
+        steps = self._cpu_steps
+        band = self._band(cpu)
+        least = 1 << 62 if band == len(steps) else (steps[band - 1] if band else 0)
+        return super()._v(free, least, models, depth)
 
 
 class _CpuTie(Fragmentation):

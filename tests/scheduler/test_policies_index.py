@@ -105,24 +105,17 @@ class RefFragmentation(_AllCandidates, Fragmentation):
 
 class RefLookahead(RefFragmentation, FragmentationLookahead):
     """Ranks by V(s) = F(s) + sum_m p_m min(0, min_a F(a) - F(s)) from the definition; the
-    next task's CPU comes off the largest of the mix's CPU requests the node covers. (Its
-    candidates' scores, on shared devices, are the policy's own.)"""
+    next task's CPU comes off the node's free CPU. (Its candidates' scores, on shared
+    devices, are the policy's own.)"""
 
     def measure(self, free: tuple[int, ...], cpu: int | None, models: frozenset[str]) -> float:
         mix = self.mix()
-        steps = sorted({shape.cpu_milli for shape, _ in mix})
         base = node_fragmentation(free, mix, cpu, models)
         gain = 0.0
         for shape, p in mix:
-            if cpu is None or cpu >= steps[-1]:
-                after_cpu = cpu  # covers every request: the task leaves it there
-            else:
-                least = max((s for s in steps if s <= cpu), default=0)
-                if least < shape.cpu_milli:
-                    continue
-                after_cpu = least - shape.cpu_milli
-            if shape.devices == 0:
+            if shape.devices == 0 or (cpu is not None and cpu < shape.cpu_milli):
                 continue
+            after_cpu = None if cpu is None else cpu - shape.cpu_milli
             best = min((node_fragmentation(a, mix, after_cpu, models) - base
                         for a in placements(free, shape)), default=0.0)  # fmt: skip
             gain += p * min(best, 0.0)

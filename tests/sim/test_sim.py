@@ -228,6 +228,17 @@ def test_lookahead_measure_by_hand() -> None:
     assert p.measure((300,), 2500, any_model) == pytest.approx(75)
     # 900m: no GPU type runs here and none can next: F = 300 and nothing to take back.
     assert p.measure((300,), 900, any_model) == pytest.approx(300)
+    # The next task's CPU comes off the node's own free CPU: a 300-milli task of 500m and a
+    # whole-GPU task of 1000m on [300, 1000] with 1600m. F = 150 (the whole-GPU type leaves
+    # the 300 idle). The next 300-milli task, on the 300, leaves 1100m: the whole-GPU type
+    # still runs on the free GPU, F = 0; the whole-GPU task leaves 600m and F = 150.
+    small, big = TaskShape(1, 300, 500), TaskShape(1, 1000, 1000)
+    p.prime({small: 1, big: 1})
+    assert p.fragmentation((300, 1000), 1600, any_model) == pytest.approx(150)
+    assert p.measure((300, 1000), 1600, any_model) == pytest.approx(150 - 0.5 * 150)
+    # 1499m: after the small task 999m are left, too little for the whole-GPU type: F
+    # would be 500 there, so nothing is taken back.
+    assert p.measure((300, 1000), 1499, any_model) == pytest.approx(150)
     # FGD's own policy compares F itself.
     fgd = make_policy("fragmentation")
     assert isinstance(fgd, Fragmentation)

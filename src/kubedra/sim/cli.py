@@ -393,7 +393,8 @@ _METHOD = """
   the least free one.
 * `fragmentation-lookahead` (kubedra's, past FGD) is `fragmentation` with one change: a
   node state is rated by its fragmentation after the pod less the expected gain of the next
-  typical task's best placement on it (over the same primed mix, the task's CPU included).
+  typical task's best placement on it (over the same primed mix, the task's CPU taken off
+  the node's free CPU).
 """
 
 

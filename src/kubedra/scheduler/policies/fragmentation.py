@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from kubedra.allocator import AllocatedState, DeviceOrder, DeviceRef, RequestKey
 from kubedra.api.core import Pod
@@ -154,7 +154,7 @@ class Fragmentation(Policy):
         self._nodes = NodeIndex(self._node_state, self.tie_break)
         self._numbers: dict[tuple[tuple[int, ...], frozenset[str]], int] = {}
         self._devices: list[tuple[tuple[int, ...], frozenset[str]]] = []  # by number
-        # pod shape -> (devices' state number, CPU band before and after) -> best rating
+        # pod shape -> (devices' state number, CPU level before and after) -> best rating
         self._ratings: dict[TaskShape, dict[tuple[int, int, int], float | None]] = {}
         self._known: dict[TaskShape, dict[NodeState, float | None]] = {}  # the same, by state
         self._salt: bytes
@@ -204,9 +204,12 @@ class Fragmentation(Policy):
         shares of one observed shape, say, stay 1)."""
         before, self._mix = self._mix, None
         if self.mix() != before:
-            self._memo.clear()
-            self._ratings.clear()
-            self._known.clear()
+            for computed in self._computed():
+                computed.clear()
+
+    def _computed(self) -> list[dict[Any, Any]]:
+        """What was computed under the mix (dropped when it changes)."""
+        return [self._memo, self._ratings, self._known]
 
     # --- the measure ----------------------------------------------------------------------
 
@@ -227,13 +230,11 @@ class Fragmentation(Policy):
         self.mix()
         return self._banded(free, self._band(cpu_free), models)
 
-    def measure(
-        self, free: tuple[int, ...], cpu_free: int | None, models: frozenset[str]
-    ) -> float:
+    def measure(self, free: tuple[int, ...], cpu_free: int | None, models: frozenset[str]) -> float:
         """What the node score compares before and after a pod (F_n here; a subclass may
         refine it), memoised like `fragmentation`."""
         self.mix()
-        return self._measure(free, self._band(cpu_free), models)
+        return self._measure(free, self._cpu_level(cpu_free), models)
 
     def _banded(self, free: tuple[int, ...], band: int, models: frozenset[str]) -> float:
         """F_n for free CPU anywhere in `band` (it only compares CPU with the steps)."""
@@ -250,6 +251,11 @@ class Fragmentation(Policy):
         if cpu_free is None:
             return len(self._cpu_steps)
         return bisect.bisect_right(self._cpu_steps, cpu_free)
+
+    def _cpu_level(self, cpu_free: int | None) -> int:
+        """What `_measure` needs to know of a node's free CPU: for F_n, its band. Nodes of
+        one level rate alike."""
+        return self._band(cpu_free)
 
     def free_milli(self, view: ClusterView, node: str) -> dict[DeviceRef, int]:
         """Free milli of each device of a node (1000 or 0 for exclusive use)."""
@@ -276,33 +282,34 @@ class Fragmentation(Policy):
         self,
         before: tuple[int, ...],
         options: list[tuple[int, ...]],
-        bands: tuple[int, int],
+        levels: tuple[int, int],
         models: frozenset[str],
     ) -> float | None:
         """The best of FGD's scores for leaving a node's devices at one of `options` instead
-        of `before` (its CPU band before and after the pod), less a tie-break on the capacity
+        of `before` (its CPU level before and after the pod), less a tie-break on the capacity
         left; None: no option."""
-        base = self._measure(before, bands[0], models)
+        base = self._measure(before, levels[0], models)
         return max(
             (
-                fgd_score(self._measure(after, bands[1], models) - base, self.scale)
+                fgd_score(self._measure(after, levels[1], models) - base, self.scale)
                 - self.free_weight * sum(after)
                 for after in options
             ),
             default=None,
         )
 
-    def _measure(self, free: tuple[int, ...], band: int, models: frozenset[str]) -> float:
-        """What the score compares before and after the pod: FGD's F_n here."""
-        return self._banded(free, band, models)
+    def _measure(self, free: tuple[int, ...], level: int, models: frozenset[str]) -> float:
+        """What the score compares before and after the pod: FGD's F_n here (a CPU level
+        is a band)."""
+        return self._banded(free, level, models)
 
-    def _cpu_bands(self, node: str) -> tuple[int, int]:
-        """The node's CPU band before and after the pod being placed."""
+    def _cpu_levels(self, node: str) -> tuple[int, int]:
+        """The node's CPU level before and after the pod being placed."""
         cpu = self._cpu_free(node)
         if cpu is None:
-            return len(self._cpu_steps), len(self._cpu_steps)
+            return self._cpu_level(None), self._cpu_level(None)
         pod_cpu = self._pod.cpu_milli if self._pod is not None else 0
-        return self._band(cpu), self._band(cpu - pod_cpu)
+        return self._cpu_level(cpu), self._cpu_level(cpu - pod_cpu)
 
     # --- the policy -----------------------------------------------------------------------
 
@@ -340,10 +347,10 @@ class Fragmentation(Policy):
 
     def _rating(self, pod: TaskShape, state: NodeState) -> float | None:
         """The best rating of `pod` on a node in `state`; None: it does not fit there. Only
-        the CPU bands matter of its free CPU: nodes of different states share ratings."""
+        the CPU levels matter of its free CPU: nodes of different states share ratings."""
         number, cpu = state
         ratings = self._ratings.setdefault(pod, {})
-        key = number, self._band(cpu), self._band(cpu - pod.cpu_milli)
+        key = number, self._cpu_level(cpu), self._cpu_level(cpu - pod.cpu_milli)
         if key not in ratings:
             free, models = self._devices[number]
             ratings[key] = self._rate(free, placements(free, pod), key[1:], models)
@@ -378,10 +385,10 @@ class Fragmentation(Policy):
     ) -> DeviceOrder:
         """FGD's device for a pod sharing one: the one whose share leaves the best score
         (as `best_rating` rates the node), the least free first among equals."""
-        bands, models = self._cpu_bands(node), view.nodes[node].models
+        levels, models = self._cpu_levels(node), view.nodes[node].models
         before = tuple(sorted(free.values()))
         rating = {  # devices with the same free milli rate the same: one rating per value
-            f: self._rate(before, [share_from(before, f, pod.milli)], bands, models)
+            f: self._rate(before, [share_from(before, f, pod.milli)], levels, models)
             for f in set(free.values())
             if f >= pod.milli
         }
@@ -415,7 +422,7 @@ class Fragmentation(Policy):
         rating = self._rate(
             tuple(sorted(free.values())),
             [tuple(sorted(after.values()))],
-            self._cpu_bands(node),
+            self._cpu_levels(node),
             view.nodes[node].models,
         )
         assert rating is not None
