@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -28,8 +29,9 @@ from kubedra.scheduler.policies.fragmentation import (
     placements,
     share_from,
 )
-from kubedra.scheduler.policies.fragmentation_lookahead import FragmentationLookahead
+from kubedra.scheduler.policies.fragmentation_lookahead import FragmentationLookahead, Measure
 from kubedra.scheduler.view import ClusterView
+from kubedra.sim import engine
 from kubedra.sim.cli import Job, _execute
 from kubedra.sim.trace import OPENB_DIR
 
@@ -167,6 +169,26 @@ class LookBandCpu(_Look):
         return super()._v(free, least, models, depth)
 
 
+class LookUnclipped(FragmentationLookahead):
+    """The look-ahead without the clip at 0: V(s) = F(s) + sum_m p_m (min_a F(a) - F(s)),
+    the expected F after the next task's best placement (a next task that would raise F
+    counts against the state too)."""
+
+    name = "x-lc-noclip"
+
+    def _expected_gain(
+        self, free: Free, cpu: int, models: frozenset[str], measure: Measure
+    ) -> float:
+        base = measure(free, cpu, models)
+        gain = 0.0
+        for shape, p in self.mix():
+            after = self._cpu_after(cpu, shape.cpu_milli)
+            if shape.devices and after is not None:
+                options = placements(free, shape)
+                gain += p * min((measure(a, after, models) - base for a in options), default=0.0)
+        return gain
+
+
 class _CpuTie(Fragmentation):
     """FGD's score, then a CPU rule among equal scores (before the node order)."""
 
@@ -255,6 +277,8 @@ def one(
 ) -> dict[str, Any]:
     nodes = OPENB_DIR / "openb_node_list_gpu_node.csv"
     pods = OPENB_DIR / f"{stem}.csv"
+    # FGD_TYPICAL_SHARE: prime with the task types covering this share of the pods
+    engine.TYPICAL_SHARE = float(os.environ.get("FGD_TYPICAL_SHARE", engine.TYPICAL_SHARE))
     start = time.process_time()
     r = _execute(Job(str(nodes), str(pods), policy, seed, "saturate", max_pods, 1.3, False))
     return {

@@ -20,7 +20,7 @@ import pytest
 
 from kubedra.allocator import Inventory
 from kubedra.api.core import Node
-from kubedra.scheduler.policies import Policy
+from kubedra.scheduler.policies import Policy, make_policy
 from kubedra.scheduler.policies.binpack import Binpack
 from kubedra.scheduler.policies.fragmentation import (
     Fragmentation,
@@ -333,3 +333,18 @@ def test_sim_results_do_not_depend_on_the_string_hash_seed(tmp_path: Path) -> No
         for h in (1, 2, 3)
     }  # fmt: skip
     assert len(outputs) == 1
+
+
+def test_a_subclass_registers_only_under_its_own_name() -> None:
+    """A subclass that inherits a policy's name (a variant, a test's reference) must not
+    take that name over: `make_policy` keeps giving the policy itself."""
+
+    class Variant(FragmentationLookahead):
+        pass
+
+    class Named(FragmentationLookahead):
+        name = "x-test-variant"
+
+    assert type(make_policy("fragmentation-lookahead")) is FragmentationLookahead
+    assert type(make_policy("x-test-variant")) is Named
+    assert Variant.name == "fragmentation-lookahead"

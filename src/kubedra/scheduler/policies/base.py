@@ -40,8 +40,9 @@ class Policy:
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.name:
-            POLICIES[cls.name] = cls
+        own = cls.__dict__.get("name")  # an inherited name is the parent's: keep its entry
+        if own:
+            POLICIES[own] = cls
 
     def attach(self, scheduler: Any) -> None:
         """Called once by the scheduler that uses this policy (to read its state later)."""
