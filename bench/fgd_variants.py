@@ -1,6 +1,7 @@
 """Experiments past FGD: `fragmentation` with one rule changed, over seeds of the default trace.
 
     python -m bench.fgd_variants POLICY SEEDS [JOBS [POD_LIST]]   e.g. x-look 42,43,44,45 2
+    python -m bench.fgd_variants --leftovers POLICY SEED            where the free capacity sits
 
 prints one JSON line per seed (unallocated GPU % at 100 and 130 % arrived, CPU seconds)
 and the mean ± sd. The variants register under `x-` names when this module is imported;
@@ -32,7 +33,7 @@ from kubedra.scheduler.policies.fragmentation import (
 from kubedra.scheduler.policies.fragmentation_lookahead import FragmentationLookahead, Measure
 from kubedra.scheduler.view import ClusterView
 from kubedra.sim import engine
-from kubedra.sim.cli import Job, _execute
+from kubedra.sim.cli import Job, _execute, _prepare
 from kubedra.sim.trace import OPENB_DIR
 
 Free = tuple[int, ...]
@@ -272,29 +273,72 @@ class Online(Fragmentation):
         return self._mix
 
 
+def _job(policy: str, seed: int, stem: str, max_pods: int | None = None) -> Job:
+    """FGD's experiment on the Alibaba cluster: arrivals up to 130 % of its GPUs."""
+    nodes, pods = OPENB_DIR / "openb_node_list_gpu_node.csv", OPENB_DIR / f"{stem}.csv"
+    return Job(str(nodes), str(pods), policy, seed, "saturate", max_pods, 1.3, False)
+
+
 def one(
     policy: str, seed: int, max_pods: int | None = None, stem: str = "openb_pod_list_default"
 ) -> dict[str, Any]:
-    nodes = OPENB_DIR / "openb_node_list_gpu_node.csv"
-    pods = OPENB_DIR / f"{stem}.csv"
     # FGD_TYPICAL_SHARE: prime with the task types covering this share of the pods
     engine.TYPICAL_SHARE = float(os.environ.get("FGD_TYPICAL_SHARE", engine.TYPICAL_SHARE))
     start = time.process_time()
-    r = _execute(Job(str(nodes), str(pods), policy, seed, "saturate", max_pods, 1.3, False))
+    r = _execute(_job(policy, seed, stem, max_pods))
     return {
         "policy": policy,
         "seed": seed,
         "unalloc100": 100 - r.summary["alloc_at_100"],
         "unalloc130": 100 - r.summary["alloc_at_130"],
         "cpu_s": round(time.process_time() - start, 1),
+        "wall_s": round(r.wall_s, 1),
     }
+
+
+def leftovers(policy: str, seed: int, stem: str = "openb_pod_list_default") -> dict[str, float]:
+    """Where the GPU capacity left free at the end of a saturate run sits (% of all GPUs):
+    whole GPUs, parts of GPUs by the node's free CPU, the 150-199-milli parts, and the floor
+    the 810-milli type leaves (its 190-milli remainders less what the types of 190 milli or
+    less placed could fill)."""
+    cluster, workload, arrivals = _prepare(_job(policy, seed, stem))
+    with engine.simulation(cluster, policy, target=workload.tasks, seed=seed) as sim:
+        names = sim.submit_all(arrivals.tasks)
+        sim.scheduler.refresh()
+        for _ in names:
+            pod = sim.scheduler.queue.pop()
+            assert pod is not None
+            outcome = sim.scheduler.schedule(pod)
+            if outcome.node is not None:
+                sim.record(outcome)
+        least_cpu = min(t.cpu_milli for t in workload.tasks if t.num_gpu)
+        cap, out = sim.state.capacity_milli / 100, dict.fromkeys(_LEFTOVERS, 0.0)
+        for node in sim.state.nodes.values():
+            cpu = node.cpu_free
+            band = "short" if cpu < least_cpu else "1-8" if cpu < 8000 else "8+"
+            for free in node.gpu_free:
+                out["whole"] += free / cap if free == MILLI else 0.0
+                out[f"part, cpu {band}"] += free / cap if 0 < free < MILLI else 0.0
+                out["part 150-199"] += free / cap if 150 <= free < 200 else 0.0
+        placed = [p.task for p in sim.placements.values() if p.task.num_gpu == 1]
+        holes = sum(MILLI - t.gpu_milli for t in placed if t.gpu_milli == 810)
+        small = sum(t.gpu_milli for t in placed if t.gpu_milli <= 190)
+        out["floor of the 810 type"] = (holes - small) / cap
+    out["unallocated"] = sum(v for k, v in out.items() if k == "whole" or k.startswith("part,"))
+    return out
+
+
+_LEFTOVERS = ("whole", "part, cpu short", "part, cpu 1-8", "part, cpu 8+", "part 150-199")
 
 
 def _one(args: tuple[str, int, str]) -> dict[str, Any]:
     return one(args[0], args[1], None, args[2])
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1] == "--leftovers":  # --leftovers POLICY SEED
+    for key, value in leftovers(sys.argv[2], int(sys.argv[3])).items():
+        print(f"{key}: {value:.2f} %")
+elif __name__ == "__main__":
     name, seeds = sys.argv[1], [int(s) for s in sys.argv[2].split(",")]
     with ProcessPoolExecutor(int(sys.argv[3]) if len(sys.argv) > 3 else 1) as pool:
         stem = sys.argv[4] if len(sys.argv) > 4 else "openb_pod_list_default"

@@ -10,8 +10,8 @@ the fragmentation after the pod, less what the best placement of the next task, 
 expectation over the primed mix (a over the states m can leave s in, its CPU taken off the
 node's free CPU), would take back. The score, the integer scale, the node order for equal
 scores and the GPU choice are FGD's (`fragmentation`), only with V in place of F. On the
-Alibaba trace it leaves less capacity unallocated than FGD on the default trace and on
-every variant (docs/results.md).
+Alibaba trace it leaves less capacity unallocated than FGD on the default trace, and as
+little or less on every variant (docs/results.md).
 
 Speed: V depends on a node's free CPU only through which of the mix's CPU requests it
 covers now and after each next task: its level among the sums (request + next task's CPU).
