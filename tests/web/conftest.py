@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,7 @@ class UiProcess:
             [sys.executable, "-m", "kubedra", *args, "ui", "--port", "0"],
             stderr=subprocess.PIPE,
             text=True,
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT dumps every thread
         )
         assert self.process.stderr is not None
         line = self.process.stderr.readline()
@@ -42,7 +44,17 @@ class UiProcess:
 
     def stop(self) -> None:
         self.process.terminate()
-        self.process.wait(timeout=20)
+        self.wait(20)
+
+    def wait(self, timeout: float) -> int:
+        """Its exit status; if it has not exited within `timeout` seconds, fail with where
+        each of its threads was (it is aborted, its fault handler prints their stacks)."""
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.send_signal(signal.SIGABRT)
+            _, stderr = self.process.communicate(timeout=20)
+            raise AssertionError(f"kubedra ui still running after {timeout} s:\n{stderr}") from None
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ def test_ui_serves_the_store_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             "nodes": 1, "devices": 4, "free": 4, "allocated": 0, "shared": 0, "blocked": 0,
             "tainted": 0, "admitted": 0}
     ui.process.send_signal(signal.SIGINT)
-    assert ui.process.wait(timeout=20) == 0
+    assert ui.wait(20) == 0
     assert ui.process.stderr is not None and "Traceback" not in ui.process.stderr.read()
 
 
