@@ -53,11 +53,14 @@ PAIRS = _claim("pairs", [("gpu", "nvidia-gpu", 2), ("nic", "rdma-nic", 2)], matc
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> str:
     """h100x8 and b200x8 nodes; a pod needing four GPUs on one root, one pinned away from
-    every node, the pairs claim, and six of the b200's GPUs held by another claim."""
+    every node, the pairs claim, and six of the b200's GPUs held by another claim. The
+    holder is created first: the queue orders by creation second, then name, so it goes
+    before p1 whether or not the apply crosses a second."""
     tmp = tmp_path_factory.mktemp("blockers")
     store = str(tmp / "s.db")
-    docs = [*CLASSES, FOUR_ON_ONE_ROOT, PAIRS, _pod("p1", "four-on-one-root"),
+    docs = [*CLASSES, FOUR_ON_ONE_ROOT, PAIRS,
             _claim("six", [("gpus", "nvidia-gpu", 6)]), _pod("holder", "six", nodeSelector={"kubernetes.io/hostname": "b200x8-0"}),
+            _pod("p1", "four-on-one-root"),
             _claim("other-four", [("gpus", "nvidia-gpu", 4)]),
             _pod("pinned", "other-four", nodeSelector={"pool": "nowhere"})]
     (tmp / "all.yaml").write_text(yaml.safe_dump_all(docs))

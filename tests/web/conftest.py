@@ -27,12 +27,14 @@ ARTIFACTS = Path(os.environ.get("KUBEDRA_ARTIFACTS", "/tmp/kubedra-artifacts")) 
 class UiProcess:
     """`kubedra ui` as a real subprocess on a free loopback port."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, sigint_ignored: bool = False) -> None:
+        """`sigint_ignored`: start it as a shell starts a background job, SIGINT ignored."""
         self.process = subprocess.Popen(
             [sys.executable, "-m", "kubedra", *args, "ui", "--port", "0"],
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT dumps every thread
+            preexec_fn=_ignore_sigint if sigint_ignored else None,
         )
         assert self.process.stderr is not None
         line = self.process.stderr.readline()
@@ -55,6 +57,10 @@ class UiProcess:
             self.process.send_signal(signal.SIGABRT)
             _, stderr = self.process.communicate(timeout=20)
             raise AssertionError(f"kubedra ui still running after {timeout} s:\n{stderr}") from None
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @pytest.fixture(scope="session")

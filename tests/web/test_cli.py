@@ -8,6 +8,8 @@ import socket
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_lint import kubedra
 from tests.web.conftest import UiProcess
 
@@ -22,6 +24,24 @@ def test_ui_serves_the_store_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             "nodes": 1, "devices": 4, "free": 4, "allocated": 0, "shared": 0, "blocked": 0,
             "tainted": 0, "admitted": 0}
     ui.process.send_signal(signal.SIGINT)
+    assert ui.wait(20) == 0
+    assert ui.process.stderr is not None and "Traceback" not in ui.process.stderr.read()
+
+
+@pytest.mark.parametrize(
+    ("sigint_ignored", "sent"),
+    [(True, signal.SIGINT), (False, signal.SIGTERM)],
+    ids=["ctrl-c-in-a-background-job", "sigterm"],
+)
+def test_ui_stops_cleanly_on_either_signal(
+    tmp_path: Path, sigint_ignored: bool, sent: signal.Signals
+) -> None:
+    """A shell's background job starts with SIGINT ignored, and a pod is stopped by
+    SIGTERM: the UI stops cleanly (status 0, its threads stopped) on both."""
+    store = tmp_path / "state.db"
+    assert kubedra("--store", str(store), "cluster", "create", "--node-profile", "l4x4=1").returncode == 0
+    ui = UiProcess("--store", str(store), sigint_ignored=sigint_ignored)
+    ui.process.send_signal(sent)
     assert ui.wait(20) == 0
     assert ui.process.stderr is not None and "Traceback" not in ui.process.stderr.read()
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
@@ -78,3 +80,17 @@ def fails_with(code: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
         return wrapper
 
     return decorate
+
+
+def stop_on_signals() -> threading.Event:
+    """An event set by SIGINT or SIGTERM, for a command that serves until stopped. The
+    handlers are installed even where SIGINT came in ignored (a shell's background job):
+    Ctrl-C and a pod's termination must stop it cleanly either way."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    return stop

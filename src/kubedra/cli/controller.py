@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import signal
 import socket
-import threading
 import uuid
-from types import FrameType
 
 import click
 
-from kubedra.cli.context import Settings, fails_cleanly
+from kubedra.cli.context import Settings, fails_cleanly, stop_on_signals
 from kubedra.controllers.taint_eviction import NAME, DeviceTaintEvictionController
 
 
@@ -38,12 +35,6 @@ def run(settings: Settings, interval: float) -> None:
     store = settings.open_store()
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
     taints = DeviceTaintEvictionController(store, identity=identity)
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop = stop_on_signals()
     click.echo(f"kubedra {NAME} on {settings.backend.describe()}", err=True)
     taints.run(stop, interval=interval)

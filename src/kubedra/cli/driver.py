@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any, TypeVar
 
 import click
 
 from kubedra.cli.complete import profile_names
-from kubedra.cli.context import Settings, fails_cleanly
+from kubedra.cli.context import Settings, fails_cleanly, stop_on_signals
 
 DIRS = [
     click.option(
@@ -86,13 +83,7 @@ def run(
 
     # a node agent logs its events (prepares, recoveries) by default; -v adds debug output
     configure_logging(logging.DEBUG if settings.verbosity else logging.INFO, log_format == "json")
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop = stop_on_signals()
     run_driver(
         settings.open_store(),
         name,

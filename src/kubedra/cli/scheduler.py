@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import signal
 import sys
-import threading
-from types import FrameType
 
 import click
 
-from kubedra.cli.context import Settings, fails_cleanly
+from kubedra.cli.context import Settings, fails_cleanly, stop_on_signals
 from kubedra.cli.scheduling import POLICY_CHOICE
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.cluster.leader import LEASE_DURATION_S, RENEW_DEADLINE_S, RETRY_PERIOD_S
@@ -150,13 +147,7 @@ def run(
         strict_cel=settings.strict,
     )
     runner = SchedulerRunner(store, config, election_store=election_store)
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop = stop_on_signals()
     click.echo(
         f"kubedra scheduler {scheduler_name} ({policy}) on {backend.describe()}, "
         f"identity {runner.identity}",

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import click
 
-from kubedra.cli.context import Settings, fails_cleanly
+from kubedra.cli.context import Settings, fails_cleanly, stop_on_signals
 from kubedra.errors import KubedraError
 
 # The simulator's figures in a source checkout (docs/figures beside src/).
@@ -48,11 +47,10 @@ def ui(settings: Settings, port: int, address: str, figures_dir: Path | None) ->
     except OSError as err:
         mirror.stop()
         raise KubedraError(f"cannot listen on {address}:{port}: {err.strerror or err}") from None
+    stop = stop_on_signals()
     click.echo(f"kubedra ui: {server.url} ({app.backend}); Ctrl-C stops it", err=True)
     try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
+        stop.wait()
     finally:
         server.stop()
         mirror.stop()
