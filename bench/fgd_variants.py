@@ -30,7 +30,7 @@ from kubedra.scheduler.policies.fragmentation import (
     placements,
     share_from,
 )
-from kubedra.scheduler.policies.fragmentation_lookahead import FragmentationLookahead, Measure
+from kubedra.scheduler.policies.fragmentation_lookahead import FragmentationLookahead
 from kubedra.scheduler.view import ClusterView
 from kubedra.sim import engine
 from kubedra.sim.cli import Job, _execute, _prepare
@@ -177,17 +177,8 @@ class LookUnclipped(FragmentationLookahead):
 
     name = "x-lc-noclip"
 
-    def _expected_gain(
-        self, free: Free, cpu: int, models: frozenset[str], measure: Measure
-    ) -> float:
-        base = measure(free, cpu, models)
-        gain = 0.0
-        for shape, p in self.mix():
-            after = self._cpu_after(cpu, shape.cpu_milli)
-            if shape.devices and after is not None:
-                options = placements(free, shape)
-                gain += p * min((measure(a, after, models) - base for a in options), default=0.0)
-        return gain
+    def _taken_back(self, best: float) -> float:
+        return best
 
 
 class _CpuTie(Fragmentation):

@@ -69,8 +69,13 @@ class FragmentationLookahead(Fragmentation):
             best = min(
                 (measure(a, after, models) - base for a in placements(free, shape)), default=0.0
             )
-            gain += p * min(best, 0.0)
+            gain += p * self._taken_back(best)
         return gain
+
+    def _taken_back(self, best: float) -> float:
+        """What a next task's best change of the measure counts for: only a fall (a task
+        that would raise it is placed elsewhere, so it costs this state nothing)."""
+        return min(best, 0.0)
 
     def _cpu_after(self, cpu: int, task_cpu: int) -> int | None:
         """The node's free CPU once the next task runs there (None: too little for it)."""
@@ -79,15 +84,16 @@ class FragmentationLookahead(Fragmentation):
     # --- CPU levels: the free CPU values V can tell apart ---------------------------------
 
     def mix(self) -> list[tuple[TaskShape, float]]:
-        if self._mix is None:
-            mix = super().mix()
+        drawn = self._mix is None
+        mix = super().mix()
+        if drawn:
             # V compares free CPU c with a request s of the mix (F's band), c less a next
             # task's CPU t with s (its band after) and c with t (does it fit): it can only
             # change where c is s + t, s, t or 0.
             requests = {0, *self._cpu_steps}
             tasks = {0, *(shape.cpu_milli for shape, _ in mix if shape.devices)}
             self._levels = sorted({s + t for s in requests for t in tasks})
-        return super().mix()
+        return mix
 
     def _cpu_level(self, cpu_free: int | None) -> int:
         self.mix()
