@@ -16,6 +16,7 @@ import os
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -31,6 +32,7 @@ from kubedra.scheduler.policies.fragmentation import (
     share_from,
 )
 from kubedra.scheduler.policies.fragmentation_lookahead import FragmentationLookahead
+from kubedra.scheduler.policies.fragmentation_priced import FragmentationPriced
 from kubedra.scheduler.view import ClusterView
 from kubedra.sim import engine
 from kubedra.sim.cli import Job, _execute, _prepare
@@ -179,6 +181,86 @@ class LookUnclipped(FragmentationLookahead):
 
     def _taken_back(self, best: float) -> float:
         return best
+
+
+class SumOfSquares(FragmentationLookahead):
+    """The look-ahead, its ratings of a pod sharing a GPU less `ss_weight` times the change
+    of the cluster's sum of squared gap counts (Csirik et al.'s Sum-of-Squares bin packing:
+    N(g) partly used GPUs with g milli free; a share that makes a gap common is marked down,
+    one that fills a common gap up). Distribution-free: it keeps complements available."""
+
+    name = "x-ss"
+    ss_weight = 1e-4  # below one score point for any count: breaks ties only
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._gaps: Counter[int] = Counter()
+
+    def _ranks(self, pod: TaskShape) -> list[tuple[float, NodeState]]:
+        if pod.shares_a_device:  # the gap counts change with every pod: rate afresh
+            self._gaps = self._gap_counts()
+            self._known.pop(pod, None)
+            self._ratings.pop(pod, None)
+        return super()._ranks(pod)
+
+    def _gap_counts(self) -> Counter[int]:
+        gaps: Counter[int] = Counter()
+        for (number, _), entries in self._nodes.groups.items():
+            for f in self._devices[number][0]:
+                if 0 < f < MILLI:
+                    gaps[f] += len(entries)
+        return gaps
+
+    def _rate(
+        self,
+        before: tuple[int, ...],
+        options: list[tuple[int, ...]],
+        levels: tuple[int, int],
+        models: frozenset[str],
+    ) -> float | None:
+        pod = self._pod
+        if pod is None or not pod.shares_a_device:
+            return super()._rate(before, options, levels, models)
+        rate, rated = super()._rate, []
+        for after in options:
+            fgd = rate(before, [after], levels, models)
+            if fgd is not None:
+                rated.append(fgd - self.ss_weight * self._ss(before, after))
+        return max(rated, default=None)
+
+    def _ss(self, before: tuple[int, ...], after: tuple[int, ...]) -> float:
+        """The change of sum N(g)^2 when one GPU goes from its gap in `before` to `after`."""
+        (g1,) = Counter(before) - Counter(after)
+        (g2,) = Counter(after) - Counter(before)
+        n = self._gaps
+        return (2 * n[g2] + 1 if 0 < g2 < MILLI else 0) - (2 * n[g1] - 1 if 0 < g1 < MILLI else 0)
+
+
+class SumOfSquaresW(SumOfSquares):
+    name, ss_weight = "x-ss-w01", 0.01
+
+
+class SumOfSquaresW1(SumOfSquares):
+    name, ss_weight = "x-ss-w1", 0.1
+
+
+class PricedWeak(FragmentationPriced):
+    """The priced policy, the loss at a twentieth of a score point per milli (mixed with
+    the look-ahead's score instead of deciding)."""
+
+    name, loss_weight = "x-priced-w005", 0.05
+
+
+class PricedFgd(FragmentationPriced):
+    """The prices on FGD's own measure (no look-ahead)."""
+
+    name = "x-priced-fgd"
+
+    def _measure(self, free: Free, level: int, models: frozenset[str]) -> float:
+        return Fragmentation._measure(self, free, level, models)
+
+    def _cpu_level(self, cpu_free: int | None) -> int:
+        return Fragmentation._cpu_level(self, cpu_free)
 
 
 class _CpuTie(Fragmentation):

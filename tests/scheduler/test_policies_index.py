@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
@@ -30,6 +31,7 @@ from kubedra.scheduler.policies.fragmentation import (
 )
 from kubedra.scheduler.policies.fragmentation_lookahead import FragmentationLookahead
 from kubedra.scheduler.policies.fragmentation_pack import FragmentationPack
+from kubedra.scheduler.policies.fragmentation_priced import FragmentationPriced
 from kubedra.scheduler.policies.ranking import Ranking
 from kubedra.scheduler.policies.spread import Spread
 from kubedra.scheduler.policies.topology import Topology
@@ -92,12 +94,16 @@ class RefFragmentation(_AllCandidates, Fragmentation):
             models = view.nodes[n].models
             base = self.measure(before, cpu, models)
             rated[n] = max(
-                (fgd_score(self.measure(a, after_cpu, models) - base)
-                 - self.free_weight * sum(a) for a in placements(before, pod)),
+                (self.option_rating(before, a, fgd_score(self.measure(a, after_cpu, models) - base))
+                 for a in placements(before, pod)),
                 default=None,
             )  # fmt: skip
         fitting = sorted((-r, self.tie_break(n), n) for n, r in rated.items() if r is not None)
         return [n for *_, n in fitting] + [n for n in nodes if rated[n] is None]
+
+    def option_rating(self, before: tuple[int, ...], after: tuple[int, ...], score: int) -> float:
+        """A placement's rating given FGD's score of it (less the tie-break on what is left)."""
+        return score - self.free_weight * sum(after)
 
     def measure(self, free: tuple[int, ...], cpu: int | None, models: frozenset[str]) -> float:
         return node_fragmentation(free, self.mix(), cpu, models)
@@ -120,6 +126,23 @@ class RefLookahead(RefFragmentation, FragmentationLookahead):
                         for a in placements(free, shape)), default=0.0)  # fmt: skip
             gain += p * min(best, 0.0)
         return base + gain
+
+
+class RefPriced(RefLookahead, FragmentationPriced):
+    """The look-ahead's rating less, for a pod sharing a device, the milli its share loses:
+    v(g) - v(g - s) - y_s from the mix's prices."""
+
+    def option_rating(self, before: tuple[int, ...], after: tuple[int, ...], score: int) -> float:
+        pod, prices = self.shape, self.prices()
+        rating = super().option_rating(before, after, score)
+        if pod is None or not pod.shares_a_device or prices is None:
+            return rating
+        (gap,) = Counter(before) - Counter(after)
+        price = prices.price.get(
+            pod.milli, prices.gap_value(pod.milli)
+        )  # outside the mix: its best fill
+        lost = prices.gap_value(gap) - prices.gap_value(gap - pod.milli) - price
+        return rating - (lost if lost > 1e-6 else 0.0)
 
 
 class RefFragmentationPack(RefFragmentation):
@@ -177,7 +200,7 @@ def _use(sim: Simulation, policy: Policy, target: list[TaskSpec], seed: int) -> 
 @pytest.mark.parametrize(("fast", "reference"), [
     (Binpack, RefBinpack), (Spread, RefSpread), (Topology, RefTopology),
     (Fragmentation, RefFragmentation), (FragmentationPack, RefFragmentationPack),
-    (FragmentationLookahead, RefLookahead),
+    (FragmentationLookahead, RefLookahead), (FragmentationPriced, RefPriced),
 ])  # fmt: skip
 @pytest.mark.parametrize("seed", [1, 2])
 def test_indexed_policies_place_like_a_full_sort(
@@ -189,7 +212,8 @@ def test_indexed_policies_place_like_a_full_sort(
     # The decisions must be the same; the failure messages may differ, as blockers are
     # diagnosed only on the nodes a search tried (the index passes over known misfits).
     assert [(o.pod, o.node, o.devices, o.result) for o in got] == [
-        (o.pod, o.node, o.devices, o.result) for o in want]
+        (o.pod, o.node, o.devices, o.result) for o in want
+    ]
 
 
 # node-b before node-a in seed 1's order for equal scores; two T4s each; node-a has more CPU.

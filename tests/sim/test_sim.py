@@ -416,10 +416,11 @@ def test_sim_report_runs_both_fgd_policies_over_the_seeds(tmp_path: Path) -> Non
     # one seeds table per variant, in the report's order of variants (not by file name)
     default, multigpu, cpu250 = md.split("\n## Seeds\n")[1].split("## Verdict")[0].split("\n### ")[1:]
     assert default.startswith(
-        "`openb_pod_list_default`: `fragmentation`, `fragmentation-lookahead`, `fragmentation-pack`")
+        "`openb_pod_list_default`: `fragmentation`, `fragmentation-lookahead`, `fragmentation-pack`, "
+        "`fragmentation-priced`")
     assert multigpu.startswith("`openb_pod_list_multigpu50`: `fragmentation`")
     assert cpu250.startswith("`openb_pod_list_cpu250`: `fragmentation`")
-    for policy in ("fragmentation", "fragmentation-lookahead", "fragmentation-pack"):
+    for policy in ("fragmentation", "fragmentation-lookahead", "fragmentation-pack", "fragmentation-priced"):
         assert all(f"| {policy} | {seed} |" in default for seed in (1, 2))
     # the other variants: `fragmentation` alone, over `variant_seeds`
     assert all(f"| fragmentation | {seed} |" in cpu250 for seed in (1, 3))
@@ -529,3 +530,18 @@ def test_runs_show_progress_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) 
     run_saturate(NODES, w, "first-fit", progress=piped)
     assert "first-fit, GPU allocated" in shown.getvalue() and shown.getvalue().endswith("\r\x1b[K")
     assert piped.getvalue() == ""
+
+
+@pytest.mark.parametrize(("policy", "left"), [("fragmentation-lookahead", [120, 530]), ("fragmentation-priced", [350, 300])])
+def test_priced_shares_take_the_gap_their_size_completes(policy: str, left: list[int]) -> None:
+    # The mix packs best as 650 + 320, 470 + 470 and 230s four to a GPU. With a 650 on one
+    # GPU and a 470 on the other, a 230 scores alike on both under FGD's measure (each gap
+    # still fits a type) and the look-ahead takes the fuller one; the priced policy leaves
+    # the 350 to a 320 and puts the 230 beside the 470 (the 300 left still holds a 230).
+    one = Cluster((NodeSpec("n", 64000, 262144, 2, "T4"),))
+    mix = [task("a", 1, 650), task("b", 1, 320), task("c", 1, 470), task("d", 1, 470), task("e", 1, 230)]
+    with simulation(one, policy, target=mix) as sim:
+        for t in (mix[0], mix[2], mix[4]):
+            sim.submit(t)
+            assert [o.node for o in sim.step()] == ["n"]
+        assert sim.state.nodes["n"].gpu_free == left

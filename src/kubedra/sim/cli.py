@@ -37,10 +37,11 @@ from kubedra.sim.trace import (
 )
 
 DEFAULT_POLICIES = (
-    "first-fit", "binpack", "spread", "fragmentation", "fragmentation-lookahead", "device-plugin",
+    "first-fit", "binpack", "spread", "fragmentation", "fragmentation-lookahead",
+    "fragmentation-priced", "device-plugin",
 )  # fmt: skip
-# FGD and kubedra's look-ahead past it: run with several seeds on every variant.
-VARIANT_SEED_POLICIES = ("fragmentation", "fragmentation-lookahead")
+# FGD and kubedra's two steps past it: run with several seeds on every variant.
+VARIANT_SEED_POLICIES = ("fragmentation", "fragmentation-lookahead", "fragmentation-priced")
 _ON_VARIANTS = (*VARIANT_SEED_POLICIES, "device-plugin")
 # Trace variants of the report: (file stem, label, policies); the paper's five families.
 DEFAULT_VARIANTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -53,7 +54,9 @@ DEFAULT_VARIANTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 # Seeds of the first variant's runs of SEED_POLICIES: the paper's ten, 42-51. The last
 # policy is FGD with packing for equal scores, to show what FGD's node order is worth.
 DEFAULT_SEEDS = tuple(range(42, 52))
-SEED_POLICIES = ("fragmentation", "fragmentation-lookahead", "fragmentation-pack")
+SEED_POLICIES = (
+    "fragmentation", "fragmentation-lookahead", "fragmentation-priced", "fragmentation-pack",
+)  # fmt: skip
 # Seeds of VARIANT_SEED_POLICIES on the other variants: the paper's ten, so that each mean
 # is set beside the paper's ten-seed figure on equal terms.
 VARIANT_SEEDS = DEFAULT_SEEDS
@@ -320,7 +323,9 @@ def sim_report(
             "The same experiments with other arrival orders (the paper's figures are the mean "
             "of seeds 42-51). `fragmentation-lookahead` is FGD rating each node by the "
             "fragmentation after the pod and the next typical task's best placement there "
-            "(kubedra's extension past FGD). `fragmentation-pack` is FGD with equal scores "
+            "(kubedra's extension past FGD); `fragmentation-priced` adds to it the loss of "
+            "each GPU share against the best packing of the primed mix. "
+            "`fragmentation-pack` is FGD with equal scores "
             "broken by packing (the node left with the least free GPU capacity) instead of "
             "FGD's one node order per run; it shows what that rule is worth.\n",
         ]
@@ -395,6 +400,11 @@ _METHOD = """
   node state is rated by its fragmentation after the pod less the expected gain of the next
   typical task's best placement on it (over the same primed mix, the task's CPU taken off
   the node's free CPU).
+* `fragmentation-priced` (kubedra's) is the look-ahead with one more rule, for pods that
+  share a GPU: each share size is priced by the LP of packing the primed mix's shares into
+  the fewest GPUs, and a share placed in a gap of g milli is marked down by what it loses
+  against that packing, v(g) − v(g − s) − y_s (v: the gap's best priced fill, y_s: the
+  size's price), one score point per milli; the look-ahead breaks ties.
 """
 
 
