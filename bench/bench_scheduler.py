@@ -1,7 +1,8 @@
 """End-to-end scheduling through the SqliteStore: pods/s, latency, RSS, time split.
 
 Targets (store/scheduler and placement issues): at least 300 pods/s at 5,000 nodes with
-every policy (first-fit, binpack, spread, topology, fragmentation, fragmentation-lookahead),
+every policy (first-fit, binpack, spread, topology, fragmentation, fragmentation-lookahead,
+fragmentation-priced),
 and a per-pod cost that grows sub-linearly with the node count (each policy's ms/pod at
 5,000 over 1,250 nodes). The CPU time of the scheduling phase is reported beside the wall
 time: on a shared machine it is the steadier figure.
@@ -20,6 +21,7 @@ from bench.harness import Row, sized
 
 POLICIES = (
     "first-fit", "binpack", "spread", "topology", "fragmentation", "fragmentation-lookahead",
+    "fragmentation-priced",
 )  # fmt: skip
 # (nodes, pods): the issue's two sizes; quick mode keeps their 4x ratio on small ones
 SIZES = ((sized(1250, 100), sized(10_000, 400)), (sized(5000, 400), sized(40_000, 1600)))

@@ -1,7 +1,9 @@
 """Experiments past FGD: `fragmentation` with one rule changed, over seeds of the default trace.
 
     python -m bench.fgd_variants POLICY SEEDS [JOBS [POD_LIST]]   e.g. x-look 42,43,44,45 2
-    python -m bench.fgd_variants --leftovers POLICY SEED            where the free capacity sits
+    python -m bench.fgd_variants --leftovers POLICY SEED            where the free capacity sits,
+                                                                    and the least any packing
+                                                                    of the placed shares leaves
 
 prints one JSON line per seed (unallocated GPU % at 100 and 130 % arrived, CPU seconds)
 and the mean ± sd. The variants register under `x-` names when this module is imported;
@@ -33,10 +35,11 @@ from kubedra.scheduler.policies.fragmentation import (
 )
 from kubedra.scheduler.policies.fragmentation_lookahead import FragmentationLookahead
 from kubedra.scheduler.policies.fragmentation_priced import FragmentationPriced
+from kubedra.scheduler.policies.pricing import share_prices
 from kubedra.scheduler.view import ClusterView
 from kubedra.sim import engine
 from kubedra.sim.cli import Job, _execute, _prepare
-from kubedra.sim.trace import OPENB_DIR
+from kubedra.sim.trace import OPENB_DIR, TaskSpec
 
 Free = tuple[int, ...]
 
@@ -346,6 +349,13 @@ class Online(Fragmentation):
         return self._mix
 
 
+class PricedOnline(FragmentationPriced, Online):
+    """`fragmentation-priced` not primed: the mix (and so the prices) learnt online as
+    `x-online` learns it."""
+
+    name = "x-priced-online"
+
+
 def _job(policy: str, seed: int, stem: str, max_pods: int | None = None) -> Job:
     """FGD's experiment on the Alibaba cluster: arrivals up to 130 % of its GPUs."""
     nodes, pods = OPENB_DIR / "openb_node_list_gpu_node.csv", OPENB_DIR / f"{stem}.csv"
@@ -397,8 +407,18 @@ def leftovers(policy: str, seed: int, stem: str = "openb_pod_list_default") -> d
         holes = sum(MILLI - t.gpu_milli for t in placed if t.gpu_milli == 810)
         small = sum(t.gpu_milli for t in placed if t.gpu_milli <= 190)
         out["floor of the 810 type"] = (holes - small) / cap
+        out["least any packing of the placed shares leaves (LP)"] = _least_idle(placed) / cap
     out["unallocated"] = sum(v for k, v in out.items() if k == "whole" or k.startswith("part,"))
     return out
+
+
+def _least_idle(placed: Sequence[TaskSpec]) -> float:
+    """The GPU milli the best fractional packing of these one-GPU shares leaves idle on the
+    GPUs it uses (nodes and CPU set aside: a lower bound for any placement of them): the
+    cutting-stock LP's optimum, which its duals give (strong duality)."""
+    counts = Counter(t.gpu_milli for t in placed if 0 < t.gpu_milli < MILLI)
+    prices = share_prices({m: float(n) for m, n in counts.items()}, MILLI)
+    return sum(n * (prices.price[m] - m) for m, n in counts.items())
 
 
 _LEFTOVERS = ("whole", "part, cpu short", "part, cpu 1-8", "part, cpu 8+", "part 150-199")
