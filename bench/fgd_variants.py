@@ -214,22 +214,9 @@ class SumOfSquares(FragmentationLookahead):
                     gaps[f] += len(entries)
         return gaps
 
-    def _rate(
-        self,
-        before: tuple[int, ...],
-        options: list[tuple[int, ...]],
-        levels: tuple[int, int],
-        models: frozenset[str],
-    ) -> float | None:
+    def _penalty(self, before: tuple[int, ...], after: tuple[int, ...]) -> float:
         pod = self._pod
-        if pod is None or not pod.shares_a_device:
-            return super()._rate(before, options, levels, models)
-        rate, rated = super()._rate, []
-        for after in options:
-            fgd = rate(before, [after], levels, models)
-            if fgd is not None:
-                rated.append(fgd - self.ss_weight * self._ss(before, after))
-        return max(rated, default=None)
+        return self.ss_weight * self._ss(before, after) if pod and pod.shares_a_device else 0.0
 
     def _ss(self, before: tuple[int, ...], after: tuple[int, ...]) -> float:
         """The change of sum N(g)^2 when one GPU goes from its gap in `before` to `after`."""

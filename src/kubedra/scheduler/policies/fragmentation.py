@@ -293,10 +293,16 @@ class Fragmentation(Policy):
             (
                 fgd_score(self._measure(after, levels[1], models) - base, self.scale)
                 - self.free_weight * sum(after)
+                - self._penalty(before, after)
                 for after in options
             ),
             default=None,
         )
+
+    def _penalty(self, before: tuple[int, ...], after: tuple[int, ...]) -> float:
+        """What a refinement takes off the rating of leaving a node's devices at `after`
+        instead of `before` (FGD: nothing)."""
+        return 0.0
 
     def _measure(self, free: tuple[int, ...], level: int, models: frozenset[str]) -> float:
         """What the score compares before and after the pod: FGD's F_n here (a CPU level

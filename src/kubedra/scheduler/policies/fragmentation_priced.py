@@ -68,23 +68,12 @@ class FragmentationPriced(FragmentationLookahead):
         self.mix()
         return self._prices
 
-    def _rate(
-        self,
-        before: tuple[int, ...],
-        options: list[tuple[int, ...]],
-        levels: tuple[int, int],
-        models: frozenset[str],
-    ) -> float | None:
+    def _penalty(self, before: tuple[int, ...], after: tuple[int, ...]) -> float:
+        """A share's loss against the best packing of the mix, in score points."""
         pod, prices = self._pod, self.prices()
         if pod is None or not pod.shares_a_device or prices is None:
-            return super()._rate(before, options, levels, models)
-        rated = []
-        for after in options:
-            score = super()._rate(before, [after], levels, models)
-            if score is not None:
-                gap = _taken_from(before, after)
-                rated.append(score - self.loss_weight * prices.loss(gap, pod.milli))
-        return max(rated, default=None)
+            return 0.0
+        return self.loss_weight * prices.loss(_taken_from(before, after), pod.milli)
 
 
 def _taken_from(before: tuple[int, ...], after: tuple[int, ...]) -> int:
