@@ -32,6 +32,7 @@ from kubedra.scheduler.policies.fragmentation import (
     TaskShape,
     placements,
     share_from,
+    taken_from,
 )
 from kubedra.scheduler.policies.fragmentation_lookahead import FragmentationLookahead
 from kubedra.scheduler.policies.fragmentation_priced import FragmentationPriced
@@ -216,12 +217,13 @@ class SumOfSquares(FragmentationLookahead):
 
     def _penalty(self, before: tuple[int, ...], after: tuple[int, ...]) -> float:
         pod = self._pod
-        return self.ss_weight * self._ss(before, after) if pod and pod.shares_a_device else 0.0
+        if pod is None or not pod.shares_a_device:
+            return 0.0
+        gap = taken_from(before, after)
+        return self.ss_weight * self._ss(gap, gap - pod.milli)
 
-    def _ss(self, before: tuple[int, ...], after: tuple[int, ...]) -> float:
-        """The change of sum N(g)^2 when one GPU goes from its gap in `before` to `after`."""
-        (g1,) = Counter(before) - Counter(after)
-        (g2,) = Counter(after) - Counter(before)
+    def _ss(self, g1: int, g2: int) -> float:
+        """The change of sum N(g)^2 when one GPU goes from a gap of g1 milli to g2."""
         n = self._gaps
         return (2 * n[g2] + 1 if 0 < g2 < MILLI else 0) - (2 * n[g1] - 1 if 0 < g1 < MILLI else 0)
 

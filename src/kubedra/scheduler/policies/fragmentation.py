@@ -126,6 +126,13 @@ def share_from(free: Sequence[int], device_free: int, milli: int) -> tuple[int, 
     return tuple(sorted(after))
 
 
+def taken_from(before: Sequence[int], after: Sequence[int]) -> int:
+    """The free milli the device had that a share went to (`share_from`'s `device_free`):
+    the value `before` holds once more than `after`."""
+    (device_free,) = Counter(before) - Counter(after)
+    return device_free
+
+
 class _SchedulerState(Protocol):
     def allocated(self) -> AllocatedState: ...
 

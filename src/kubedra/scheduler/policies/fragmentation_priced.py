@@ -24,9 +24,7 @@ the mix online does not solve an LP per pod. A primed mix is drawn once: exact p
 
 from __future__ import annotations
 
-from collections import Counter
-
-from kubedra.scheduler.policies.fragmentation import MILLI, TaskShape
+from kubedra.scheduler.policies.fragmentation import MILLI, TaskShape, taken_from
 from kubedra.scheduler.policies.fragmentation_lookahead import FragmentationLookahead
 from kubedra.scheduler.policies.pricing import SharePrices, share_prices
 
@@ -73,10 +71,5 @@ class FragmentationPriced(FragmentationLookahead):
         pod, prices = self._pod, self.prices()
         if pod is None or not pod.shares_a_device or prices is None:
             return 0.0
-        return self.loss_weight * prices.loss(_taken_from(before, after), pod.milli)
+        return self.loss_weight * prices.loss(taken_from(before, after), pod.milli)
 
-
-def _taken_from(before: tuple[int, ...], after: tuple[int, ...]) -> int:
-    """The free milli of the device a share went to: the value `before` has one more of."""
-    (gap,) = Counter(before) - Counter(after)
-    return gap

@@ -50,7 +50,7 @@ class SharePrices:
         if price is None:
             price = self.gap_value(milli)
         lost = self.gap_value(gap) - self.gap_value(gap - milli) - price
-        return max(lost, 0.0) if lost > 1e-6 else 0.0
+        return lost if lost > 1e-6 else 0.0  # below: rounding of an exact fit
 
 
 def share_prices(shares: Mapping[int, float], capacity: int) -> SharePrices:
