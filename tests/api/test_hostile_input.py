@@ -19,7 +19,8 @@ from kubedra.api.bounds import MAX_DEPTH, MAX_NUMBER_CHARS, MAX_OBJECT_BYTES
 from kubedra.api.loader import load_text
 from kubedra.api.yaml_reader import yaml_documents
 from kubedra.cli.lint import lint_problems
-from tests.api.manifests import claim_doc, slice_doc
+from tests.api.manifests import claim_doc, pod_doc, slice_doc
+from tests.fuzz.inputs import Deep, Stats, run_input
 
 DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 CLASS_HEAD = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu\n"
@@ -437,3 +438,48 @@ def test_one_problem_is_located_like_many() -> None:
     problem = loaded.warnings[2]
     bare = replace(problem, file="", line=0)
     assert result.locate(bare, loaded.source) == problem
+
+
+# -- nesting anywhere: the guard covers every field, not only unknown ones -----------------
+
+_MARK = "__kubedra_deep__"
+
+
+def _field_paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        yield (*prefix, key)
+        yield from _field_paths(child, (*prefix, key))
+
+
+def deep_at(doc: dict[str, Any], path: tuple[Any, ...], levels: int, fmt: str) -> str:
+    """`doc` with the value at `path` replaced by `levels` nested lists (or mappings)."""
+    doc = json.loads(json.dumps(doc))
+    node: Any = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = _MARK
+    text = json.dumps(doc) if fmt == "json" else yaml.dump(doc, Dumper=DUMPER, width=1 << 20)
+    return text.replace(f'"{_MARK}"' if fmt == "json" else _MARK, Deep(levels).text)
+
+
+DOCS = {"claim": claim_doc, "slice": slice_doc, "pod": pod_doc}
+DEEP_CASES = [(name, path) for name, make in DOCS.items() for path in _field_paths(make())]
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+@pytest.mark.parametrize("levels", [1001, 3000])
+def test_nesting_in_any_field_is_one_clear_error(fmt: str, levels: int) -> None:
+    """1,000+ levels at each field of real manifests (apiVersion, kind, name included),
+    through load, lint, apply and allocate: one 'nested too deeply' error, never a
+    RecursionError (each decoder's skip of a field recursed on its own)."""
+    stats = Stats()
+    for name, path in DEEP_CASES[:: 7 if levels == 3000 else 1]:
+        text = deep_at(DOCS[name](), path, levels, fmt)
+        problems = errors(text, f"x.{fmt}")
+        # libyaml refuses flow nesting past its own bound (1,000) before kubedra's check runs.
+        clear = ("nested too deeply", "exceeded maximum nesting depth")
+        assert problems and all(any(c in p for c in clear) for p in problems), (name, path, problems)
+        if path[0] in ("apiVersion", "kind", "metadata") and len(path) <= 2:
+            run_input("deep field", f"x.{fmt}", text, stats)
+    assert stats.runs.crashes == [], stats.runs.crashes

@@ -105,3 +105,18 @@ def test_applying_over_an_object_not_created_by_apply_warns_and_keeps_its_fields
     assert after["metadata"]["labels"] == {**node["metadata"].get("labels", {}), "rack": "r1"}
     again = kubedra("--store", scheduled, "apply", "-f", str(manifest))
     assert (again.stdout, again.stderr) == ("node/h100x8-0 unchanged\n", "")
+
+
+def test_manifests_pasted_from_kubectl_get_apply_first_time(tmp_path: Path) -> None:
+    """`kubectl get -o yaml` output (server-set resourceVersion, uid, times, status) applies
+    as kubectl applies it: each object created, in every dry-run mode too."""
+    store, pasted = str(tmp_path / "state.db"), str(Path(__file__).parent / "pasted")
+    for dry_run in ("--dry-run=client", "--dry-run=server"):
+        run = kubedra("--store", store, "apply", "-f", pasted, dry_run)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.count(" created") == 8, run.stdout
+    run = kubedra("--store", store, "apply", "-f", pasted)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count(" created\n") == 8 and "resourceVersion" not in run.stderr
+    slice_ = get(store, "resourceslice", "gpu-node-1-gpu.nvidia.com-7xk2p")
+    assert slice_["metadata"]["resourceVersion"] != "1302"

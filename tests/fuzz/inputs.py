@@ -107,6 +107,7 @@ def _hostile_value(rng: random.Random) -> Any:
         lambda: None, lambda: 2**63, lambda: -(2**63) - 1, lambda: 10**80, lambda: 1e308,
         lambda: "x" * rng.choice([64, 65, 10_241, 300_000]), lambda: [], lambda: {},
         lambda: [1, "a", None, {"k": []}], lambda: _nested(rng.choice([50, 99, 101, 400])),
+        lambda: Deep(rng.choice([1001, 1500, 3000, 10_000])),
         lambda: {str(i): i for i in range(rng.choice([33, 129, 300]))},
         lambda: [{"name": f"d{i}"} for i in range(rng.choice([33, 129, 2000]))],
         lambda: "device.driver == 'x' && " + rng.choice(["(" * 300 + "1" + ")" * 300,
@@ -140,6 +141,7 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]
 def mutate_data(rng: random.Random, docs: list[Any]) -> Input:
     """One example's documents with random fields set to hostile values."""
     docs = copy.deepcopy(docs)
+    deep: list[str] = []
     for _ in range(rng.randint(1, 3)):
         doc = rng.choice(docs)
         path = rng.choice(list(_paths(doc))[1:] or [("extra",)])
@@ -147,9 +149,33 @@ def mutate_data(rng: random.Random, docs: list[Any]) -> Input:
         for key in path[:-1]:
             node = node[key]
         node[path[-1]] = _hostile_value(rng)
+        if isinstance(node[path[-1]], Deep):
+            deep.append(node[path[-1]].text)
+            node[path[-1]] = f"{_DEEP_MARK}{len(deep) - 1}"
     if rng.random() < 0.5:
-        return "mutated.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
-    return "mutated.yaml", yaml.safe_dump_all(docs, sort_keys=False, width=1 << 20)
+        name, text = "mutated.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+    else:
+        name, text = "mutated.yaml", yaml.safe_dump_all(docs, sort_keys=False, width=1 << 20)
+    for i in reversed(range(len(deep))):  # marker 1 before marker 10 would match both
+        text = text.replace(f'"{_DEEP_MARK}{i}"', deep[i]).replace(f"{_DEEP_MARK}{i}", deep[i])
+    return name, text
+
+
+_DEEP_MARK = "kubedra-fuzz-deep-"
+
+
+@dataclass(frozen=True)
+class Deep:
+    """Nesting past Python's stack (1,000 frames), which no serializer writes: spliced into
+    the text in flow syntax, valid JSON and YAML alike, at any field (apiVersion too)."""
+
+    levels: int
+
+    @property
+    def text(self) -> str:
+        if self.levels % 2:
+            return '{"a": ' * self.levels + "1" + "}" * self.levels
+        return "[" * self.levels + "]" * self.levels
 
 
 _HEAD = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu\n"

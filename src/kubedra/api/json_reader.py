@@ -51,10 +51,11 @@ _named = msgspec.json.Decoder(_Named).decode
 
 def json_ref(raw: bytes) -> ObjectRef:
     """Kind and name of a JSON object that cannot be decoded, for its message (msgspec
-    skips everything else in C, however large the object)."""
+    skips everything else in C, however large the object; skipping a value nested past
+    Python's stack limit raises RecursionError, and the object then goes unnamed)."""
     try:
         named = _named(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return ObjectRef()
     meta = named.metadata
     return ObjectRef(named.kind, meta.namespace, meta.name or meta.generateName)

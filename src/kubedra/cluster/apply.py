@@ -125,7 +125,7 @@ class _ServerDryRun:
 def _apply_once(store: Target, manifest: KubeObject) -> Applied:
     current = _current(store, manifest)
     if current is None:
-        return Applied(Verb.CREATED, obj=store.create(with_last_applied(manifest)))
+        return Applied(Verb.CREATED, obj=store.create(unpinned(with_last_applied(manifest))))
     desired = merge_applied(manifest, current)
     if desired is None:
         return Applied(Verb.UNCHANGED, _adopted(current), current, current)
@@ -133,6 +133,17 @@ def _apply_once(store: Target, manifest: KubeObject) -> Applied:
     # The API server writes nothing when its defaults make the object what it was.
     verb = Verb.UNCHANGED if same_content(written, current) else Verb.CONFIGURED
     return Applied(verb, _adopted(current), written, current)
+
+
+def unpinned(manifest: T) -> T:
+    """The manifest as apply creates it: without a resourceVersion. Objects pasted from
+    `kubectl get -o yaml` carry one, and kubectl's create path (cli-runtime's resource
+    helper) clears it before posting, since the API server refuses a create that names one.
+    The last-applied annotation is made before, from the manifest as given, as kubectl's is."""
+    if not manifest.metadata.resource_version:
+        return manifest
+    meta = msgspec.structs.replace(manifest.metadata, resource_version=None)
+    return msgspec.structs.replace(manifest, metadata=meta)
 
 
 def same_content(a: KubeObject, b: KubeObject) -> bool:
