@@ -97,6 +97,7 @@ from kubedra.scheduler.nodes import (
 )
 from kubedra.scheduler.policies import Candidate, Policy, make_policy
 from kubedra.scheduler.policies.base import refs_of
+from kubedra.scheduler.preference import most_preferred, preference
 from kubedra.scheduler.queue import SchedulingQueue, pod_key
 from kubedra.scheduler.room import Room
 from kubedra.scheduler.sharing import OtherSchedulers
@@ -697,6 +698,7 @@ class Scheduler:
         self.policy.prepare(pod, claims)
         infeasible = self._infeasible.setdefault(signature, set())
         ranked = self.policy.rank_nodes(view, unshared, infeasible)
+        best = most_preferred(claims)  # 0 without firstAvailable: the policy alone decides
         # the same full list every time: resume at the cursor
         stable = ranked is fitting and only is None
         start = self._cursor.get(signature, 0) if stable else 0
@@ -715,7 +717,9 @@ class Scheduler:
                 if stable and index == self._cursor.get(signature, 0):
                     self._cursor[signature] = index + 1
             found += here
-            if len(found) >= self.policy.candidates:
+            if len(found) >= self.policy.candidates and (
+                not best or any(preference(claims, c.results) == best for c in found)
+            ):
                 break
         if not found:
             # Bounded: diagnosing runs on failure only, but a pod can fail on many nodes.
@@ -731,6 +735,9 @@ class Scheduler:
             )
             self._failed[equivalent] = (why, len(self._freed))
             raise Unschedulable(str(why), why.explanation)
+        if best:  # the user's firstAvailable order first, then the policy's score
+            score = self.policy.score
+            return max(found, key=lambda c: (preference(claims, c.results), score(view, c)))
         return max(found, key=lambda c: self.policy.score(view, c))  # first best wins ties
 
     def _unshared(self, fitting: list[str], reasons: dict[str, int]) -> list[str]:
