@@ -138,6 +138,12 @@ def damaged_pages(path: Path) -> None:
     _overwrite(path, (size // PAGE // 2) * PAGE, _noise(3 * PAGE))
 
 
+def page_two(path: Path) -> None:
+    """Garbage over the second page: the root of a table, read by every command."""
+    healthy(path)
+    _overwrite(path, PAGE, _noise(PAGE))
+
+
 def log_header(path: Path) -> None:
     healthy(path, in_log=True)
     _overwrite(log_path(path), 0, b"XXXX")
@@ -167,6 +173,7 @@ DAMAGES: dict[str, Callable[[Path], None]] = {
     "wrong-kind-row": wrong_kind_row,
     "text-row": text_row,
     "damaged-pages": damaged_pages,
+    "page-two": page_two,
     "log-header": log_header,
     "log-garbage": log_garbage,
     "log-frame": log_frame,

@@ -99,10 +99,10 @@ def test_a_healthy_store_is_not_rebuilt_unless_forced(tmp_path: Path) -> None:
 def test_repair_refuses_a_store_in_use_a_directory_another_programs_database_and_a_newer_one(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     make("bad-json-row", path)
+    # A process that opened the store before it was damaged (kubedra refuses to open it now).
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
-        import sys, time
-        from kubedra.cluster import SqliteStore
-        SqliteStore(sys.argv[1]).resource_version()
+        import sqlite3, sys, time
+        sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM objects").fetchone()
         print("open", flush=True)
         time.sleep(60)
     """), str(path)], stdout=subprocess.PIPE)

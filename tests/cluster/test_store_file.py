@@ -24,9 +24,6 @@ from kubedra.errors import DamagedStore, StoreError
 from tests.cli.test_lint import kubedra
 from tests.cluster.damage import DAMAGES, LOGGED, NODES, healthy, make, node, snapshot, sql
 
-# Damage that only shows when the damaged part is read (opening succeeds).
-READ_TIME = ("bad-json-row", "wrong-kind-row", "text-row", "damaged-pages")
-
 
 def use(path: Path) -> None:
     """What a command does: open the store, list a kind, read one object."""
@@ -94,10 +91,13 @@ def test_messages_say_what_is_wrong(tmp_path: Path) -> None:
         assert words in str(refused.value), (kind, str(refused.value))
 
 
-def test_a_damaged_row_is_named_and_the_other_objects_still_read(tmp_path: Path) -> None:
+def test_a_row_damaged_under_a_running_process_is_named_and_the_others_still_read(tmp_path: Path) -> None:
+    """Opening refuses a damaged store; a process that opened it before (a scheduler, the
+    dashboard) names the damaged row where it reads it and goes on with the rest."""
     path = tmp_path / "state.db"
-    make("bad-json-row", path)
+    healthy(path)
     store = SqliteStore(path)
+    sql(path, "UPDATE objects SET data=CAST('{\"kind\": 3' AS BLOB) WHERE name='node-03'")
     with pytest.raises(DamagedStore, match="cannot read 1 stored object: Node node-03: Input data was truncated"):
         store.list(Node)
     with pytest.raises(DamagedStore, match="Node node-03"):
@@ -114,17 +114,19 @@ def test_a_damaged_row_is_named_and_the_other_objects_still_read(tmp_path: Path)
 def test_every_damaged_row_of_a_list_is_named(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     healthy(path)
+    store = SqliteStore(path)
     sql(path, "UPDATE objects SET data=CAST('[' AS BLOB) WHERE name IN ('node-01', 'node-07')")
     with pytest.raises(DamagedStore, match=r"cannot read 2 stored objects: Node node-01: .*; Node node-07: "):
-        SqliteStore(path).list(Node)
+        store.list(Node)
 
 
 def test_a_damaged_change_log_row_is_named(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     healthy(path)
+    store = SqliteStore(path)
     sql(path, "UPDATE changes SET data=CAST('{' AS BLOB) WHERE rv=5")
     with pytest.raises(DamagedStore, match=r"change-log row: change 5 \(Node ADDED\)"):
-        SqliteStore(path).changes(0)
+        store.changes(0)
 
 
 def test_a_missing_store_is_created_complete_and_an_empty_file_is_not(tmp_path: Path) -> None:
@@ -135,7 +137,8 @@ def test_a_missing_store_is_created_complete_and_an_empty_file_is_not(tmp_path: 
     assert db.execute("PRAGMA user_version").fetchone()[0] == storefile.SCHEMA_VERSION
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
-    assert sorted(p.name for p in path.parent.iterdir()) == ["state.db"]  # no scratch left
+    # no scratch left; the stamp of its clean check beside it
+    assert sorted(p.name for p in path.parent.iterdir()) == [".state.db.verified", "state.db"]
     empty = tmp_path / "empty.db"
     empty.touch()
     with pytest.raises(DamagedStore, match="empty"):

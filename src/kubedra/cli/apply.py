@@ -59,7 +59,11 @@ def apply(settings: Settings, paths: tuple[str, ...], dry_run: str) -> None:
     are kept, fields dropped since the last apply are removed; on the embedded store all
     objects or, on any error, none."""
     result = load_for_apply(paths, settings.strict)
-    outcomes = _apply_all(settings.open_store(), result, dry_run)
+    if dry_run == "none":
+        outcomes = _apply_all(settings.open_store(create=True), result, dry_run)
+    else:
+        with settings.store_for_preview() as store:
+            outcomes = _apply_all(store, result, dry_run)
     for loaded, applied in zip(result.objects, outcomes, strict=True):
         name = f"{resource_name(loaded.obj)}/{loaded.obj.name}"
         if applied.adopted:
@@ -81,7 +85,7 @@ def diff(settings: Settings, paths: tuple[str, ...]) -> None:
     and the object a server dry run of apply returns (resourceVersion and managedFields
     left out). Exit 0: no differences, 1: differences, 2: an error."""
     result = load_for_apply(paths, settings.strict, "diff")
-    with checked_writes(settings.open_store()) as target:
+    with settings.store_for_preview() as store, checked_writes(store) as target:
         outcomes = _each(result, apply_object, target)
     texts = [_object_diff(applied) for applied in outcomes]
     sys.stdout.write("".join(texts))

@@ -13,7 +13,9 @@ from kubedra.catalog import PROFILES, profile
 from kubedra.cli.complete import profile_counts
 from kubedra.cli.context import Settings, fails_cleanly
 from kubedra.cli.output import table
+from kubedra.cluster import SqliteStore
 from kubedra.cluster.store import Store, atomic
+from kubedra.cluster.verify import stamp_path
 
 NODE_PROFILES = click.option(
     "--node-profile",
@@ -83,7 +85,7 @@ def create(settings: Settings, node_profiles: tuple[str, ...], from_file: str | 
         )
     if not counts:
         raise click.UsageError("give --node-profile PROFILE=COUNT or --from FILE")
-    names = create_nodes(settings.open_store(), counts)
+    names = create_nodes(settings.open_store(create=True), counts)
     click.echo(f"cluster: {len(names)} node(s) created: {', '.join(names)}")
 
 
@@ -91,10 +93,11 @@ def create(settings: Settings, node_profiles: tuple[str, ...], from_file: str | 
 @click.pass_obj
 @fails_cleanly
 def reset(settings: Settings) -> None:
-    """Delete the embedded store (every object)."""
+    """Empty the embedded store: every object deleted, an empty store left in its place."""
     path = Path(settings.embedded_path("cluster reset"))
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
+    for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), stamp_path(path)):
+        file.unlink(missing_ok=True)
+    SqliteStore(path).close()
     click.echo(f"cluster: store {path} reset")
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import functools
 import signal
 import sys
+import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import click
@@ -32,8 +35,24 @@ class Settings:
     verbosity: int
     backend: Backend = field(default_factory=Backend)
 
-    def open_store(self) -> SqliteStore | KubeStore:
-        return opened(self.backend.open(), self.verbosity)
+    def open_store(self, create: bool = False) -> SqliteStore | KubeStore:
+        """The store commands work on; only the commands that put a cluster's first objects
+        in it (`apply`, `cluster create`, `driver run`) pass `create`."""
+        return opened(self.backend.open(create), self.verbosity)
+
+    @contextmanager
+    def store_for_preview(self) -> Iterator[SqliteStore | KubeStore]:
+        """The store a dry run reads: the one selected or, where the embedded store does not
+        exist yet, an empty one that is gone afterwards (a dry run never makes a store)."""
+        if self.backend.is_kubernetes() or Path(self.backend.store_path).exists():
+            yield self.open_store()
+            return
+        with tempfile.TemporaryDirectory(prefix="kubedra-preview-") as folder:
+            store = SqliteStore(Path(folder) / "state.db")
+            try:
+                yield store
+            finally:
+                store.close()
 
     def embedded_path(self, command: str) -> str:
         """The embedded store's path, for commands that only make sense on it."""

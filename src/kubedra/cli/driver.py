@@ -85,7 +85,7 @@ def run(
     configure_logging(logging.DEBUG if settings.verbosity else logging.INFO, log_format == "json")
     stop = stop_on_signals()
     run_driver(
-        settings.open_store(),
+        settings.open_store(create=True),
         name,
         node,
         backend,

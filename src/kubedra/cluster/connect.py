@@ -54,9 +54,10 @@ class Backend:
     def store_path(self) -> str:
         return self.store or DEFAULT_PATH
 
-    def open(self) -> SqliteStore | KubeStore:
+    def open(self, create: bool = False) -> SqliteStore | KubeStore:
+        """The store; an embedded one is made where missing only with `create`."""
         if not self.is_kubernetes():
-            return SqliteStore(self.store_path)
+            return SqliteStore(self.store_path, create=create)
         config = load_config(self.kubeconfig, self.context, self.in_cluster)
         return KubeStore(ApiClient(config, qps=self.qps, burst=self.burst))
 

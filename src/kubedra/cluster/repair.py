@@ -430,6 +430,11 @@ def backup(path: Path, dest: Path) -> CheckReport:
 def restore(backup_file: Path, path: Path) -> Path | None:
     """Install a copy of a checked backup as the store; returns where the replaced store
     was kept (None when there was none)."""
+    if backup_file.is_dir():
+        raise StoreError(
+            f"backup {backup_file} is a folder: name the backup file itself "
+            "(`kubedra store backup FILE` writes one file)"
+        )
     if not backup_file.is_file():
         raise StoreError(f"backup {backup_file} does not exist")
     _checked(backup_file, "backup", "")

@@ -77,16 +77,22 @@ class SqliteStore:
         *,
         poll_interval: float = 0.05,
         clock: Callable[[], datetime] | None = None,
+        create: bool = True,
     ) -> None:
         """`clock` stamps creation and deletion times (the wall clock unless given: the
-        simulator passes its own, so the queue's creation-time order is arrival order)."""
+        simulator passes its own, so the queue's creation-time order is arrival order).
+        `create=False`: a missing store is an error (commands that only read or change
+        what exists never leave a new store behind a mistyped path)."""
         self.path = Path(path)
         self._clock = clock
         self.poll_interval = poll_interval
         self._lock = threading.RLock()
         self._depth = 0
         self._rv_in_tx: int | None = None  # last resourceVersion taken in this transaction
-        storefile.create(self.path)  # only where no file is: see storefile's rule
+        if create:
+            storefile.create(self.path)  # only where no file is: see storefile's rule
+        elif not (self.path.exists() or self.path.is_symlink()):
+            raise storefile.missing(self.path)
         self._db = storefile.connect(self.path)  # reads only: never waits for a writer
         self._system_namespaces()
 

@@ -21,7 +21,7 @@ import struct
 import uuid
 from pathlib import Path
 
-from kubedra.cluster import wal
+from kubedra.cluster import verify, wal
 from kubedra.errors import DamagedStore, StoreError
 
 DEFAULT_PATH = ".kubedra/state.db"
@@ -52,6 +52,7 @@ _WAL_FORMAT = 2  # header bytes 18-19: the file is in WAL mode
 # SQLite's primary result codes that mean the file itself is bad.
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
 _SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+_SQLITE_IOERR, _SQLITE_FULL = 10, 13
 _SHM_DMS_BYTE = 128  # every connection to a WAL database holds a shared lock on it
 
 
@@ -61,9 +62,12 @@ def store_flag(path: Path) -> str:
 
 
 def damaged(path: Path, what: str) -> DamagedStore:
+    """The one line every command refuses a damaged store with."""
+    command = f"kubedra{store_flag(path)} store"
     return DamagedStore(
         f"store {path} is damaged: {what}; "
-        f'"kubedra{store_flag(path)} store repair" keeps a copy and recovers what it can'
+        f'"{command} check" lists every fault, "{command} repair" keeps a copy and recovers '
+        "what it can"
     )
 
 
@@ -74,7 +78,22 @@ def translate(path: Path, err: sqlite3.Error) -> StoreError:
         return damaged(path, str(err))
     if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
         return StoreError(f"store {path} is busy: another process held it for over 60 s ({err})")
+    if code in (_SQLITE_IOERR, _SQLITE_FULL) and disk_full(path):
+        return StoreError(
+            f"store {path}: the disk holding it is full ({err}): free some space and run the "
+            "command again; every write that was acknowledged is kept"
+        )
     return StoreError(f"store {path}: {err}")
+
+
+def disk_full(path: Path) -> bool:
+    """Whether the file system holding the store has no room for another page: SQLite
+    reports a full disk as an I/O error when the log's shared memory cannot be made."""
+    try:
+        fs = os.statvfs(path.parent if str(path.parent) else ".")
+    except OSError:
+        return False
+    return fs.f_bavail * fs.f_frsize < 64 * 1024
 
 
 def build(path: Path) -> None:
@@ -99,12 +118,29 @@ def remove_with_log(path: Path) -> None:
         file.unlink(missing_ok=True)
 
 
+def missing(path: Path) -> StoreError:
+    """A command that does not make stores, on a path where none is."""
+    flag = store_flag(path)
+    return StoreError(
+        f"store {path} does not exist: kubedra makes a store only on `kubedra{flag} cluster "
+        f"create`, `kubedra{flag} apply` (and `demo`, `driver run`); check the path"
+    )
+
+
 def create(path: Path) -> None:
     """Make a new store at `path` if nothing is there: built aside, then linked into place
     (a link never replaces a file, so a racing process's store is kept, not overwritten)."""
     if path.exists() or path.is_symlink():
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next(p for p in (path.parent, *path.parent.parents) if p.exists())
+        raise StoreError(
+            f"store {path} cannot be created: {blocker} is a file, not a folder"
+        ) from None
+    except OSError as err:
+        raise StoreError(f"store {path} cannot be created: {err.strerror}") from None
     scratch = scratch_path(path, "new")
     try:
         build(scratch)
@@ -119,15 +155,23 @@ def connect(path: Path) -> sqlite3.Connection:
     run on a read-only connection: closing the last connection to a database makes SQLite
     checkpoint its log and delete it, which would erase a damaged log (and with it the
     evidence that transactions are missing); a read-only connection never does."""
+    seen = verify.fingerprint(path)
     wal_mode = check_file(path)
     with contextlib.closing(open_connection(path, "ro")) as probe:
         try:
-            check_identity(probe, path)
+            check_identity(probe, path)  # also reads the log's index, for the next check
         except sqlite3.Error as err:
             raise translate(path, err) from None
         log_problem = wal.quick_problem(path)
-    if log_problem is not None:
-        raise damaged(path, log_problem)
+        if log_problem is not None:
+            raise damaged(path, log_problem)
+        try:
+            fault = None if verify.verified_before(path, seen) else verify.first_fault(probe)
+        except sqlite3.Error as err:
+            raise translate(path, err) from None
+    if fault is not None:
+        raise damaged(path, fault)
+    verify.remember(path, seen)
     db = open_connection(path, "rw")
     try:
         db.execute("PRAGMA synchronous=NORMAL")  # WAL: a kill loses nothing committed
@@ -200,16 +244,13 @@ def check_file(path: Path) -> bool:
 def check_identity(db: sqlite3.Connection, path: Path) -> None:
     """Refuse another program's database, a newer schema, or tables not laid out as
     kubedra's (one read transaction)."""
-    db.execute("BEGIN")
-    try:
+    with verify.read_transaction(db):
         (owner,) = db.execute("PRAGMA application_id").fetchone()
         (version,) = db.execute("PRAGMA user_version").fetchone()
         layout = {
             table: tuple(row[1] for row in db.execute(f"PRAGMA table_info({table})"))
             for table in COLUMNS
         }
-    finally:
-        db.execute("COMMIT")
     if owner not in (0, APPLICATION_ID):
         raise StoreError(
             f"store {path} is not a kubedra store: an SQLite database of another program "
