@@ -176,3 +176,52 @@ def _release(kube: KubeStore, claim_name: str) -> None:
     claim = kube.get(ResourceClaim, claim_name)
     meta = msgspec.structs.replace(claim.metadata, finalizers=())
     kube.update(msgspec.structs.replace(claim, metadata=meta))
+
+
+PASTED = Path(__file__).resolve().parents[1] / "apply" / "pasted"
+# Objects pasted from `kubectl get -o yaml` (no owner references: the garbage collector
+# would remove objects owned by nodes this cluster does not have while they are compared).
+PASTED_FILES = ("nvidia-deviceclasses.yaml", "example-driver-claim.yaml")
+PASTED_OBJECTS = [("deviceclass", "gpu.nvidia.com"), ("deviceclass", "mig.nvidia.com"),
+                  ("deviceclass", "gpu.example.com"), ("resourceclaim", "some-gpu"),
+                  ("resourceclaimtemplate", "single-gpu")]  # fmt: skip
+
+
+def _apply_pasted(cluster: DevCluster, tmp_path: Path, tool: str) -> list[str]:
+    """Apply the pasted manifests with `tool` twice; the verdicts, or the error's words."""
+    verdicts = []
+    for _ in range(2):
+        for name in PASTED_FILES:
+            path = PASTED / name
+            if tool == "kubectl":
+                done = cluster.kubectl("apply", "-f", str(path), check=False)
+                verdicts.append(done or "refused")
+            else:
+                run = run_kubedra(cluster, "apply", "-f", str(path))
+                verdicts.append(run.stdout if run.returncode == 0 else "refused")
+    return verdicts
+
+
+def _delete_pasted(cluster: DevCluster) -> None:
+    for kind, name in PASTED_OBJECTS:
+        cluster.kubectl("delete", kind, name, "--wait=true", "--ignore-not-found", check=False)
+    cluster.kubectl("patch", "resourceclaim", "some-gpu", "--type=json",
+                    "-p", '[{"op":"remove","path":"/metadata/finalizers"}]', check=False)  # fmt: skip
+
+
+def test_pasted_manifests_apply_as_kubectl_applies_them(cluster: DevCluster, tmp_path: Path) -> None:
+    """What `kubectl get -o yaml` printed (resourceVersion, uid, times, status) is created on
+    the first apply by both tools, with the same last-applied annotation; the second apply
+    of the same text (its resourceVersion now stale) ends the same way with both."""
+    theirs = _apply_pasted(cluster, tmp_path, "kubectl")
+    annotations = {o: raw(cluster, *o)["metadata"]["annotations"][LAST_APPLIED] for o in PASTED_OBJECTS}
+    _delete_pasted(cluster)
+    ours = _apply_pasted(cluster, tmp_path, "kubedra")
+    try:
+        assert [v == "refused" for v in ours] == [v == "refused" for v in theirs], (ours, theirs)
+        assert ours[0].split() == theirs[0].split()  # first apply: every object created
+        assert all(line.endswith(" created") for line in ours[0].splitlines() + ours[1].splitlines())
+        for obj, text in annotations.items():
+            assert raw(cluster, *obj)["metadata"]["annotations"][LAST_APPLIED] == text, obj
+    finally:
+        _delete_pasted(cluster)

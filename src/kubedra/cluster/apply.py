@@ -65,9 +65,14 @@ def apply_object(store: Target, manifest: KubeObject) -> Applied:
     for _ in range(1 if pinned else ATTEMPTS):
         try:
             return _apply_once(store, manifest)
-        except (Conflict, AlreadyExists):
+        except (Conflict, AlreadyExists) as err:
             if pinned:
-                raise
+                raise Conflict(
+                    f"{err}: the manifest names resourceVersion "
+                    f"{manifest.metadata.resource_version} (as `kubectl get -o yaml` prints "
+                    "it), no longer current; remove metadata.resourceVersion to apply it over "
+                    "whatever is stored"
+                ) from None
     raise Conflict(
         f'{manifest.KIND} "{manifest.name}": still changing after {ATTEMPTS} attempts to apply; '
         "try again"
