@@ -10,7 +10,9 @@ used here.
 Container edits per driver:
 - `gpu.nvidia.com`: spec-wide `NVIDIA_VISIBLE_DEVICES=<uuids of the claim's GPUs>` and the
   control nodes `/dev/nvidiactl`, `/dev/nvidia-uvm`, `/dev/nvidia-uvm-tools`; per GPU
-  `/dev/nvidia<minor>` (char 195:<minor>); MPS sharing adds `CUDA_MPS_PIPE_DIRECTORY`,
+  `/dev/nvidia<minor>` (char 195:<minor>); on real GPUs the driver's user-space libraries and
+  utilities found on the node (`CdiHost.mounts`, as NVIDIA's CDI generator mounts them), so
+  no NVIDIA runtime hook is needed; MPS sharing adds `CUDA_MPS_PIPE_DIRECTORY`,
   `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` / `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` and per-claim
   host directories for the pipe and /dev/shm; the sharing choice is also an annotation.
 - `tpu.google.com`: `/dev/vfio/vfio` and `/dev/vfio/<group>` per chip, `TPU_VISIBLE_CHIPS`.
@@ -31,7 +33,30 @@ CDI_VERSION = "0.6.0"
 CDI_CLASS = "claim"
 NVIDIA_MAJOR = 195
 NVIDIACTL_MINOR = 255
+MISC_MAJOR, VFIO_MINOR = 10, 196  # /dev/vfio/vfio
+# nvidia-uvm's and VFIO groups' majors are given out when their modules load; a simulated
+# node has neither, so its spec names stand-ins from the range Linux reserves for local
+# and experimental use (240-254), never looked up on the host.
+STAND_IN_UVM_MAJOR, STAND_IN_VFIO_MAJOR = 240, 241
 MPS_PIPE_DIR = "/tmp/nvidia-mps"
+
+
+@dataclass(frozen=True)
+class CdiHost:
+    """What the node adds to a claim's CDI spec beside its devices.
+
+    `stand_ins`: every device node fully specified (type, major, minor), so a runtime never
+    looks it up on the host (the CDI library stats a node given by path alone and fails
+    where it is missing): a simulated device is injectable on any host, its nodes exist in
+    the container and opening them finds no driver. Real GPUs have their nodes on the host.
+    `mounts`: host files a container needs, mounted at the same path (the NVIDIA driver's
+    libraries and utilities on an NVML node)."""
+
+    stand_ins: bool = True
+    mounts: tuple[str, ...] = ()
+
+
+SIMULATED = CdiHost()
 
 
 def vendor(driver: str) -> str:
@@ -79,11 +104,20 @@ def _env_name(device_name: str) -> str:
     return "DRA_DEVICE_" + re.sub(r"[^A-Z0-9]", "_", device_name.upper())
 
 
+def char_node(path: str, major: int | None = None, minor: int | None = None) -> dict[str, Any]:
+    """A CDI device node: fully specified when the numbers are known, else by path (the
+    runtime then reads type and numbers from the host's node)."""
+    if major is None or minor is None:
+        return {"path": path}
+    return {"path": path, "type": "c", "major": major, "minor": minor}
+
+
 def build_spec(
     driver: str,
     claim_uid: str,
     devices: list[AllocatedDevice],
     mps_dir: Path | None = None,
+    host: CdiHost = SIMULATED,
 ) -> tuple[dict[str, Any], list[str]]:
     """The CDI spec of one claim and the CDI id of each device (same order). `mps_dir` is the
     claim's host directory for MPS (its `pipe` and `shm` are mounted into the containers)."""
@@ -91,23 +125,24 @@ def build_spec(
     cdi_devices: list[dict[str, Any]] = []
     annotations: dict[str, str] = {"kubedra.io/claim-uid": claim_uid}
     ids: list[str] = []
+    uvm = STAND_IN_UVM_MAJOR if host.stand_ins else None
     if driver == "gpu.nvidia.com":
         uuids = [u for u in (d.attribute("uuid") for d in devices) if isinstance(u, str)]
         spec_edits["env"].append(f"NVIDIA_VISIBLE_DEVICES={','.join(uuids) or 'void'}")
         spec_edits["deviceNodes"] = [
-            {
-                "path": "/dev/nvidiactl",
-                "type": "c",
-                "major": NVIDIA_MAJOR,
-                "minor": NVIDIACTL_MINOR,
-            },
-            {"path": "/dev/nvidia-uvm"},
-            {"path": "/dev/nvidia-uvm-tools"},
+            char_node("/dev/nvidiactl", NVIDIA_MAJOR, NVIDIACTL_MINOR),
+            char_node("/dev/nvidia-uvm", uvm, 0),
+            char_node("/dev/nvidia-uvm-tools", uvm, 1),
         ]
+        if host.mounts:
+            spec_edits["mounts"] = [
+                {"hostPath": m, "containerPath": m, "options": ["ro", "nosuid", "nodev", "bind"]}
+                for m in host.mounts
+            ]
     elif driver == "tpu.google.com":
         chips = [str(d.attribute("index")) for d in devices if d.attribute("index") is not None]
         spec_edits["env"].append(f"TPU_VISIBLE_CHIPS={','.join(chips)}")
-        spec_edits["deviceNodes"] = [{"path": "/dev/vfio/vfio"}]
+        spec_edits["deviceNodes"] = [char_node("/dev/vfio/vfio", MISC_MAJOR, VFIO_MINOR)]
     mps = [d for d in devices if d.sharing.get("strategy") == "MPS"]
     if mps and mps_dir is not None:
         pipe, shm = mps_dir / "pipe", mps_dir / "shm"
@@ -123,14 +158,14 @@ def build_spec(
         ]
         if limits:
             spec_edits["env"].append(f"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={','.join(limits)}")
-        spec_edits["mounts"] = [
+        spec_edits.setdefault("mounts", []).extend([
             {"hostPath": str(pipe), "containerPath": MPS_PIPE_DIR, "options": ["rw", "bind"]},
             {
                 "hostPath": str(shm),
                 "containerPath": "/dev/shm",
                 "options": ["rw", "nosuid", "nodev", "bind"],
             },
-        ]
+        ])
     for dev in devices:
         name = f"{claim_uid}-{dev.device.name}"
         edits: dict[str, Any] = {}
@@ -149,7 +184,9 @@ def build_spec(
                 f"NVIDIA_DRA_DEVICE_{_env_name(dev.device.name)[11:]}={dev.device.name}"
             ]
         elif driver == "tpu.google.com":
-            edits["deviceNodes"] = [{"path": f"/dev/vfio/{dev.device.name}"}]
+            group = dev.attribute("index") if host.stand_ins else None
+            vfio = STAND_IN_VFIO_MAJOR if isinstance(group, int) else None
+            edits["deviceNodes"] = [char_node(f"/dev/vfio/{dev.device.name}", vfio, group)]
         else:
             edits["env"] = [f"{_env_name(dev.device.name)}={dev.device.name}"]
         entry: dict[str, Any] = {"name": name, "containerEdits": edits}

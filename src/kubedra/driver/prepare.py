@@ -32,7 +32,7 @@ from kubedra.api.selection import NodeSelectorError, node_selector_matches
 from kubedra.cluster.sqlite import now_rfc3339
 from kubedra.cluster.store import Store, T
 from kubedra.driver import files
-from kubedra.driver.cdi import AllocatedDevice, build_spec
+from kubedra.driver.cdi import SIMULATED, AllocatedDevice, CdiHost, build_spec
 from kubedra.driver.checkpoint import Checkpoint, PreparedClaim, PreparedDevice, claim_problem
 from kubedra.driver.claimfiles import ClaimFiles, embed, uses_mps
 from kubedra.driver.config import ConfigError, config_for, describe
@@ -80,9 +80,10 @@ class DeviceState:
         *,
         statuses: StatusWriter | None = None,
         lock_timeout: float = 60.0,
+        cdi_host: CdiHost = SIMULATED,
     ) -> None:
         self.store, self.driver, self.node = store, driver, node
-        self.statuses = statuses
+        self.statuses, self.cdi_host = statuses, cdi_host
         self.plugin_dir = files.ensure_dir(plugin_dir, files.PLUGIN_DIR_MODE)
         self.metrics = metrics or DriverMetrics(driver, node)
         self._lock = threading.Lock()
@@ -203,7 +204,7 @@ class DeviceState:
             allocated.append(AllocatedDevice(result.request, device, describe(config)))
         sharing = {a.device.name: a.sharing for a in allocated}
         mps_dir = self.files.host_dir(ref.uid) if uses_mps(sharing) else None
-        spec, ids = build_spec(self.driver, ref.uid, allocated, mps_dir)
+        spec, ids = build_spec(self.driver, ref.uid, allocated, mps_dir, self.cdi_host)
         entry = PreparedClaim(
             uid=ref.uid,
             namespace=ref.namespace,

@@ -120,8 +120,9 @@ def run_driver(
     try:
         inventory = inventory_for(source, driver)
         state = DeviceState(
-            store, driver, node, paths.plugin_dir, cdi_dir, metrics, statuses=statuses
-        )
+            store, driver, node, paths.plugin_dir, cdi_dir, metrics, statuses=statuses,
+            cdi_host=source.cdi_host(),
+        )  # fmt: skip
         statuses.start().enqueue_all(state.prepared)  # what a kill or an outage left unwritten
         pool = _Pool(store, source, state, metrics, resync_seconds, create_node)
         delay = pool.sync(inventory)

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from kubedra.api.core import Node
 from kubedra.catalog.inventory import DriverInventory
+from kubedra.driver.cdi import CdiHost
 
 BACKENDS = ("nvml", "simulated")
 
@@ -22,6 +23,10 @@ class Backend(Protocol):
 
     def node(self) -> Node | None:
         """The Node object this backend simulates (None for real hardware)."""
+        ...
+
+    def cdi_host(self) -> CdiHost:
+        """What the node adds to CDI specs: stand-in device nodes, or the driver's files."""
         ...
 
     def close(self) -> None: ...

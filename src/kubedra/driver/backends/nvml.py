@@ -38,6 +38,8 @@ from kubedra.api.resource import (
 from kubedra.catalog.gpus import MigGeometry, MigProfile
 from kubedra.catalog.inventory import NUMA_NODE, PCI_BUS_ID, PCIE_ROOT, DriverInventory
 from kubedra.catalog.nvidia import partitioned_gpu
+from kubedra.driver.backends.nvidia_files import driver_files
+from kubedra.driver.cdi import CdiHost
 from kubedra.driver.logs import get_logger, log_event
 from kubedra.errors import KubedraError
 
@@ -555,6 +557,10 @@ class NvmlBackend:
 
     def node(self) -> Node | None:
         return None
+
+    def cdi_host(self) -> CdiHost:
+        """The GPUs' nodes are the host's; the driver's libraries come from the host too."""
+        return CdiHost(stand_ins=False, mounts=driver_files())
 
     def close(self) -> None:
         self.nvml.shutdown()

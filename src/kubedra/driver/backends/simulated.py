@@ -5,6 +5,7 @@ from __future__ import annotations
 from kubedra.api.core import Node
 from kubedra.catalog import profile as catalog_profile
 from kubedra.catalog.inventory import DriverInventory
+from kubedra.driver.cdi import SIMULATED, CdiHost
 
 
 class SimulatedBackend:
@@ -23,6 +24,9 @@ class SimulatedBackend:
 
     def node(self) -> Node | None:
         return self.profile.node(self.node_name)
+
+    def cdi_host(self) -> CdiHost:
+        return SIMULATED  # no device exists on the host: stand-in nodes, injectable anywhere
 
     def close(self) -> None:
         pass
