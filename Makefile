@@ -58,6 +58,12 @@ render-deploy:
 conformance: $(STAMP)
 	$(BIN)/python -m tests.conformance --report docs/conformance.md
 
+# The public CEL suites (cel-spec's simple tests, Kubernetes' CEL library tests, upstream's
+# DRA compile table) read from the Go module cache, run through kubedra and the oracle.
+.PHONY: cel-suites
+cel-suites: $(STAMP)
+	$(BIN)/python -m tests.conformance.cel_suites
+
 bench: $(STAMP)
 	$(BIN)/python -m bench
 

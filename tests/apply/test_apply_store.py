@@ -234,6 +234,6 @@ def test_a_pasted_resource_version_pins_an_update_as_kubectl_sends_it(store: Sql
     carries it and the server answers Conflict; apply does not retry a pinned write."""
     manifest = load([str(REPO / "tests/apply/pasted/intel-gpu.yaml")])[0].obj
     apply_object(store, manifest)
-    with pytest.raises(Conflict, match="names resourceVersion 5521 .* remove metadata.resourceVersion"):
+    with pytest.raises(Conflict, match=r"names resourceVersion 5521 .* remove metadata\.resourceVersion"):
         apply_object(store, relabel(manifest, tier="gold"))
     assert "tier" not in store.get(type(manifest), manifest.name).metadata.labels

@@ -8,6 +8,7 @@ import pytest
 
 from kubedra.cel import CelCompileError, CelError, CelEvalError, evaluate_expression
 from kubedra.cel.values import CelType, UInt
+from tests.cel.strict import same_value
 
 C, E = CelCompileError, CelEvalError
 
@@ -209,8 +210,7 @@ def _ids(rows: list[tuple[str, object]] | list[tuple[str, type[CelError], str]])
 @pytest.mark.parametrize(("expression", "expected"), VALUES, ids=_ids(VALUES))
 def test_value(expression: str, expected: object) -> None:
     result = evaluate_expression(expression, {})
-    assert result == expected
-    assert type(result) is type(expected)
+    assert same_value(result, expected), f"{result!r} != {expected!r}"
 
 
 @pytest.mark.parametrize(("expression", "kind", "fragment"), ERRORS, ids=_ids(ERRORS))

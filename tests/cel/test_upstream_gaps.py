@@ -7,10 +7,17 @@ from __future__ import annotations
 
 import pytest
 
-from kubedra.cel import CelCompileError, CelError, CelEvalError, compile_selector
+from kubedra.cel import (
+    CelCompileError,
+    CelError,
+    CelEvalError,
+    compile_expression,
+    compile_selector,
+)
 from kubedra.cel import evaluate_expression as run
-from kubedra.cel.values import CelType, Optional
+from kubedra.cel.values import CelType, Optional, UInt
 from tests.cel.devices import DEVICES
+from tests.cel.strict import same_value
 
 C, E = CelCompileError, CelEvalError
 ERR = "IP Address {0!r} parse error during conversion from string: ParseAddr({0!r}): "
@@ -127,6 +134,100 @@ NUMBER_VALUES: list[tuple[str, object]] = [
     ("quantity('99999999999999999999m').asApproximateFloat()", 1.0000000000000002e17),
 ]
 
+# Map keys and equality keep CEL's kinds apart where Python's would not (True == 1 == 1.0):
+# a key is its type and value; a lookup that misses converts between the numeric kinds
+# (an integral double to int then uint, int to uint, uint to int), as cel-go's map does.
+KEY_VALUES: list[tuple[str, object]] = [
+    ("dyn(1) in {true: 1}", False),
+    ("dyn(true) in {1: 1}", False),
+    ("{dyn(1): 'a', dyn(true): 'b'}.size()", 2),
+    ("{dyn(1): 'a', dyn(1u): 'b', dyn(1.0): 'c', dyn(true): 'd'}.size()", 4),
+    ("{dyn(1): 'a', dyn(true): 'b'}[true] + {dyn(1): 'a', dyn(true): 'b'}[1]", "ba"),
+    ("{1: 'a', 1: 'b'}[1]", "b"),  # a repeated key replaces the earlier entry
+    ("{1: 'a', ?1: optional.none()}.size()", 0),
+    ("{dyn(1u): 'a'}[dyn(1)] + {dyn(1): 'b'}[1.0] + {dyn(2u): 'c'}[2.0]", "abc"),
+    ("dyn(1.0) in {dyn(1): 0} && !(dyn(1) in {dyn(1.0): 0})", True),
+    ("{dyn(1.0): 'a'} == {1: 'a'}", True),  # one-sided: the left map's keys are looked up
+    ("{1: 'a'} == {dyn(1.0): 'a'}", False),
+    ("{dyn(1): 'a'} == {dyn(true): 'a'}", False),
+    ("{dyn(1): 'a'} == {dyn(1u): 'a'}", True),
+    ("{1.5: 'a'}[1.5]", "a"),
+    ("[dyn(1)] == [dyn(true)] || [dyn(true)] == [dyn(1)]", False),
+    ("[dyn(1), dyn(true), dyn(1u), dyn(1.0)].distinct()", [1, True]),
+    ("sets.contains([dyn(1)], [dyn(true)]) || sets.intersects([dyn(true)], [dyn(1)])", False),
+    ("sets.equivalent([dyn(1), dyn(1.0)], [dyn(1u)])", True),
+    ("[dyn(true), dyn(1)].exists_one(x, x == dyn(1))", True),
+    ("[dyn(true), dyn(1)].indexOf(dyn(1))", 1),
+    ("{'k': [dyn(1)]} == {'k': [dyn(true)]}", False),
+    ("[dyn(true), dyn(1)].transformMap(i, v, v).size()", 2),
+    ("{dyn(true): 1, dyn(1): 2}.transformMap(k, v, v)[1]", 2),
+    ("optional.of(dyn(1)) == optional.of(dyn(true))", False),
+    # Ordering: cel-go compares numbers across kinds, but a bool against an int is an error
+    # that isSorted/min/max skip (Kubernetes' library) and sort/sortBy refuse (cel-go).
+    ("[dyn(true), dyn(0)].isSorted()", True),
+    ("[dyn(true), dyn(0)].max()", True),
+    ("[dyn(0), dyn(true)].min()", 0),
+    ("[dyn(1), dyn(1.5), dyn(0u)].max()", 1.5),
+    ("[dyn(2u), dyn(1.5)].isSorted()", False),
+    ("[dyn('b'), dyn('a')].sort()", ["a", "b"]),
+]
+
+# Found by the public suites (tests/conformance/cel_suites.py): cel-spec and Kubernetes'
+# library tests. Optional chaining qualifies as cel-go's attributes do: a value that is no
+# map or list has no fields (absent, not an error); escaped field names; transformMapEntry;
+# the `net.IP`/`net.CIDR` type names.
+SUITE_VALUES: list[tuple[str, object]] = [
+    ("{'null_key': dyn(null)}.?null_key.invalid.hasValue()", False),
+    ("{true: dyn(0)}[?true].absent.hasValue()", False),
+    ("dyn(1).?a", Optional.NONE),
+    ("dyn(optional.of(1))[?0]", Optional.NONE),
+    ("{'a': dyn({'b': 1})}.?a.b[0]", Optional.NONE),
+    ("has(dyn(1).a) || has(dyn('s').a) || has(dyn(null).a)", False),
+    ("dyn([1, 2])[?1.0]", Optional(2)),
+    ("{'/api/v1': true, '/api/v2': false}.`/api/v1`", True),
+    ("has({'foo.txt': 32}.`foo.txt`) && {'a-b c': 1}.?`a-b c` == optional.of(1)", True),
+    ("{'in': 1}.`in`", 1),
+    ("{'a': 1, 'b': 2}.transformMapEntry(k, v, {k + k: v + 1})", {"aa": 2, "bb": 3}),
+    ("[10, 20].transformMapEntry(i, v, i > 0, {v: i})", {20: 1}),
+    ("type(cidr('10.0.0.0/8')) == net.CIDR && type(ip('1.2.3.4')) == net.IP", True),
+    ("net.IP != net.CIDR && type(cidr('::/0').ip()) == net.IP", True),
+]
+
+# Types the checker infers, as cel-go's does: a free type parameter (`[]`, `{}`,
+# `optional.none()`) is bound by the other elements or branch; null joins only opaque types.
+TYPES: list[tuple[str, str | None]] = [
+    ("[[], [[]], [[[]]], [[[[]]]]]", "list(list(list(list(list(dyn)))))"),
+    ("[[[[[]]]], [], [[[]]]]", "list(list(list(list(list(dyn)))))"),
+    ("[optional.none(), optional.of(1)]", "list(optional_type(int))"),
+    ("[optional.of(1), optional.none()]", "list(optional_type(int))"),
+    ("[[], [1]]", "list(list(int))"),
+    ("true ? {} : {'a': 1}", "map(string, int)"),
+    ("[{}, {1: 'a'}]", "list(map(int, string))"),
+    ("true ? optional.none() : null", "optional_type(dyn)"),
+    ("true ? null : quantity('1')", "null_type"),
+    ("true ? null : 1", None),  # null is not an int
+    ("[[], ['a'], [1]]", None),  # [] became list(string): [1] does not fit
+    ("{1.5: 'a'}", "map(double, string)"),  # any key type checks
+    ("type([1])", "type(list(int))"),
+    ("true ? int : string", "type(string)"),  # any type value joins; the later one wins
+]
+
+# Cost estimates of plain expressions (upstream's estimator without DRA's size hints).
+PLAIN_COSTS: list[tuple[str, int]] = [
+    ("dyn(1) == dyn(1)", 3),  # dyn(x) has x's size: a scalar comparison
+    ("[dyn(1), dyn(2)].exists_one(x, x == dyn(1))", 24),
+    ("dyn([1, 2]) == dyn([1])", 23),
+    ("{1: 1, 2: 2}.transformMap(k, v, v)", 69),  # per entry: cel.@mapInsert, accu, k, v
+    ("[1, 2].transformMap(k, v, k > 0, v + 1)", 55),
+    ("{'a': 1, 'b': 2}.transformMapEntry(k, v, {k: v + 1})", 131),
+    ("cidr('192.168.0.0/24').ip()", 3),  # a field of the CIDR, O(1)
+    ("[dyn(1), dyn(2)].sort()", 32),  # dyn elements: the string overload's estimate too
+    # sortBy as its expansion: bind, the keys by map(), then the keys sorted (n^2).
+    ("[1].sortBy(x, x)", 59),
+    ("['b', 'a'].sortBy(x, x)", 79),
+    ("[1, 2].sortBy(x, [3].sortBy(y, y)[0])", 196),
+]
+
 # Conversions of constants and constant regexes are evaluated when the program is built
 # (cel-go's OptOptimize, on in Kubernetes' environment): their errors fail compilation.
 ERRORS: list[tuple[str, type[CelError], str]] = [
@@ -160,6 +261,26 @@ ERRORS: list[tuple[str, type[CelError], str]] = [
     ("'a'.substring(0, -1)", E, "invalid substring range. start: 0, end: -1"),
     ("quantity('2.0').asInteger()", E, "cannot convert value to integer"),
     ("quantity('1').sign()", C, "found no matching overload for 'sign' applied to 'kubernetes.Quantity.()'"),
+    ("{true: 1}[dyn(1)]", E, "no such key: 1"),
+    ("{1: 1}[dyn(true)]", E, "no such key: true"),
+    ("{dyn(1.0): 'a'}[1]", E, "no such key: 1"),
+    ("{dyn(1): 'a'}[dyn(1.5)]", E, "no such key: 1.5"),
+    ("'%f'.format(['nan'])", E, "fixed-point clause can only be used on doubles, was given string"),
+    ("'%s'.format([{1.5: 1}])", E, "no formatting function for map key of type double"),
+    ("{'a': 1}[dyn(null)]", C, "program instantiation failed: invalid qualifier type: types.Null"),
+    ("dyn([1])[dyn(b'a')]", C, "program instantiation failed: invalid qualifier type: types.Bytes"),
+    ("{dyn(1): 1, dyn(1u): 2}.transformMap(k, v, v)", E, "insert failed: key 1 already exists"),
+    ("[1, 2].transformMapEntry(i, v, {'k': v})", E, "insert failed: key k already exists"),
+    ("dyn([1])[?'a']", E, "unsupported index type 'string' in list"),
+    ("[dyn(0), dyn(0u)].sort()", E, "list elements must have the same type"),
+    ("[1, 2].sortBy(x, x == 1 ? dyn(1) : dyn(2.0))", E, "list elements must have the same type"),
+    ("dyn([[1], [2]]).sort()", E, "list elements must be comparable"),
+    ("dyn([1])[?1.5]", E, "unsupported index value 1.5 in list"),
+    ("has(dyn([1]).a)", E, "unsupported index type 'string' in list"),
+    ("{'a': 1}.`a`()", C, "Syntax error"),
+    # Type values keep their parameter: a literal's elements must agree on it.
+    ("[net.IP, net.CIDR]", C, "expected type 'type(net.IP)' but found 'type(net.CIDR)'"),
+    ("[int, string]", C, "expected type 'type(int)' but found 'type(string)'"),
 ]  # fmt: skip
 
 # format as cel-go prints it through x/text's en_US printer.
@@ -180,6 +301,16 @@ FORMAT_VALUES: list[tuple[str, object]] = [
     ("'%.10000009f'.format([1.0]).size()", 139),
     ("'%.10000010f'.format([1.0])", "%!(NOVERB)"),
     ("'%b'.format([true]) + '%x'.format([-255]) + '%X'.format(['hi'])", "1-ff6869"),
+    # %f and %e take the strings a special double is spelled as, converted.
+    ("'%f'.format(['NaN'])", "NaN"),
+    ("'%f'.format(['Infinity'])", "∞"),
+    ("'%.2f'.format(['-Infinity'])", "-∞"),
+    ("'%e'.format(['NaN'])", "   NaN"),
+    # Inside a list or map a special double prints as Go's %f, quoted (it is no literal).
+    ("'%s'.format([[double('NaN'), double('Inf'), double('-Inf')]])", '["NaN", "+Inf", "-Inf"]'),
+    ("'%s'.format([{'a': double('-Inf')}])", '{"a":"-Inf"}'),
+    ("'%s'.format([[1e21, -0.0]])", "[1000000000000000000000.000000, -0.000000]"),
+    ("'%s'.format([{10: 'x', 2: 'y\\n'}])", '{10:"x", 2:"y\\n"}'),  # by printed key
 ]
 
 # The URL library (k8s library urls.go over Go's net/url): url() takes what
@@ -260,16 +391,13 @@ URL_ERRORS: list[tuple[str, type[CelError], str]] = [
 ]  # fmt: skip
 
 VALUES = (IP_VALUES + OPTIONAL_VALUES + STRING_VALUES + NUMBER_VALUES + FORMAT_VALUES + URL_VALUES
-          + NAMED_FORMAT_VALUES)  # fmt: skip
+          + NAMED_FORMAT_VALUES + KEY_VALUES + SUITE_VALUES)  # fmt: skip
 
 
 @pytest.mark.parametrize(("expression", "expected"), VALUES, ids=[v[0][:50] for v in VALUES])
 def test_value_as_upstream(expression: str, expected: object) -> None:
     result = run(expression, {})
-    if isinstance(expected, list):
-        assert result == expected
-    else:
-        assert result == expected and type(result) is type(expected)
+    assert same_value(result, expected), f"{result!r} != {expected!r}"
 
 
 @pytest.mark.parametrize(("expression", "message"), IP_ERRORS, ids=[e[0] for e in IP_ERRORS])
@@ -287,6 +415,29 @@ def test_error_as_upstream(expression: str, kind: type[CelError], fragment: str)
         run(expression, {})
     assert fragment in str(info.value)
     assert "b'" not in str(info.value) and "$" not in str(info.value)
+
+
+def test_strict_comparison_tells_kinds_apart() -> None:
+    """The tables' own comparison: Python's == would take each of these pairs as equal."""
+    for result, expected in (([1], [True]), ({"k": 1.0}, {"k": 1}), (1, UInt(1)),
+                             ({"k": [0]}, {"k": [False]})):  # fmt: skip
+        assert result == expected and not same_value(result, expected)
+    assert same_value(run("{1: [true]}", {}), {1: [True]})
+    assert not same_value(run("{1: [true]}", {}), {True: [True]})
+
+
+@pytest.mark.parametrize(("expression", "expected"), TYPES, ids=[t[0] for t in TYPES])
+def test_type_as_upstream(expression: str, expected: str | None) -> None:
+    if expected is None:
+        with pytest.raises(CelCompileError):
+            compile_expression(expression)
+    else:
+        assert str(compile_expression(expression).result_type) == expected
+
+
+@pytest.mark.parametrize(("expression", "cost"), PLAIN_COSTS, ids=[c[0] for c in PLAIN_COSTS])
+def test_plain_cost_as_upstream(expression: str, cost: int) -> None:
+    assert compile_expression(expression).estimated_cost == cost
 
 
 def test_ip_library_in_dra_environment() -> None:

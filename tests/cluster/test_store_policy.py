@@ -91,7 +91,7 @@ def test_commands_that_do_not_make_stores_leave_none_behind(command: tuple[str, 
     code, output = run("--store", str(path), *command)
     assert not (tmp_path / "typo").exists()
     if command[0] in ("apply", "diff"):  # a dry run previews against an empty cluster
-        assert code in (0, 1) and "created" in output or "+" in output, output
+        assert code in (0, 1) and ("created" in output or "+" in output), output
         return
     assert code == 1 and output == (
         f"error: store {path} does not exist: kubedra makes a store only on `kubedra --store "

@@ -89,7 +89,7 @@ def oracle_cel_outcome(answer: Wire) -> CelOutcome:
         return CelOutcome(compile_error=answer["compileError"])
     return CelOutcome(
         cost=answer.get("cost"),
-        results=tuple((r.get("match", False), r.get("error", "")) for r in answer["results"]),
+        results=tuple((r.get("match", False), r.get("error", "")) for r in answer.get("results", [])),
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from kubedra.api.quantity import Quantity
 from kubedra.cel import CelCompileError, CelError, evaluate_expression
-from kubedra.cel.values import CelType, Optional, UInt, type_name
+from kubedra.cel.values import CelType, Optional, UInt, new_map, type_name
 
 
 def tagged(value: object) -> Any:
@@ -47,12 +47,32 @@ def tagged(value: object) -> Any:
     return {"object": type_name(value), "text": str(value)}
 
 
+def untagged(value: Any) -> object:
+    """The kubedra CEL value of a tagged scalar, list or map (the inverse of `tagged`);
+    maps go through `new_map`, so keys keep their CEL kinds."""
+    (kind, content), *_ = value.items()
+    scalars: dict[str, Any] = {
+        "bool": bool, "int": int, "uint": lambda v: UInt(int(v)), "string": str,
+        "double": lambda v: float(str(v).replace("Inf", "inf")),
+        "bytes": base64.b64decode, "null": lambda v: None, "type": CelType,
+    }  # fmt: skip
+    if kind in scalars:
+        return scalars[kind](content)
+    if kind == "list":
+        return [untagged(v) for v in content]
+    if kind == "map":
+        return new_map((untagged(k), untagged(v)) for k, v in content)
+    if kind == "optional":
+        return Optional.NONE if content is None else Optional(untagged(content))
+    raise ValueError(f"no kubedra value for {value}")
+
+
 def same(ours: Any, theirs: Any) -> bool:
     """Equal tagged values (doubles as numbers, NaN equal to NaN, maps in any order)."""
     if isinstance(ours, dict) and "double" in ours and isinstance(theirs, dict):
         if "double" not in theirs:
             return False
-        a, b = ours["double"], float(str(theirs["double"]).replace("Inf", "inf"))
+        a, b = (float(str(v["double"]).replace("Inf", "inf")) for v in (ours, theirs))
         return (math.isnan(a) and math.isnan(b)) or a == b
     if isinstance(ours, dict) and isinstance(theirs, dict):
         if ours.get("object") == theirs.get("object") == "kubernetes.Quantity":

@@ -51,6 +51,18 @@ def test_error_is_upstreams(
     assert fragment in message, f"{fragment!r} not in upstream's {message!r}"
 
 
+@pytest.mark.parametrize(("expression", "expected"), gaps.TYPES, ids=[t[0] for t in gaps.TYPES])
+def test_type_is_upstreams(expression: str, expected: str | None, oracle: Oracle) -> None:
+    answer = oracle.ask("value", {"expression": expression})
+    assert answer.get("type") == expected, answer
+
+
+@pytest.mark.parametrize(("expression", "cost"), gaps.PLAIN_COSTS,
+                         ids=[c[0] for c in gaps.PLAIN_COSTS])  # fmt: skip
+def test_plain_cost_is_upstreams(expression: str, cost: int, oracle: Oracle) -> None:
+    assert oracle.ask("value", {"expression": expression}).get("cost") == cost
+
+
 @pytest.mark.parametrize(("expression", "cost"), gaps.LIBRARY_COSTS,
                          ids=[c[0] for c in gaps.LIBRARY_COSTS])  # fmt: skip
 def test_cost_is_upstreams(expression: str, cost: int, oracle: Oracle) -> None:

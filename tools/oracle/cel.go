@@ -88,6 +88,7 @@ type valueRequest struct {
 type valueAnswer struct {
 	CompileError string  `json:"compileError,omitempty"`
 	Cost         *uint64 `json:"cost,omitempty"`
+	Type         string  `json:"type,omitempty"` // the checked type, as cel-go prints it
 	Value        any     `json:"value,omitempty"`
 	Error        string  `json:"error,omitempty"`
 }
@@ -107,7 +108,7 @@ func value(body json.RawMessage) (any, error) {
 	if err != nil {
 		return valueAnswer{CompileError: "program instantiation failed: " + err.Error()}, nil
 	}
-	answer := valueAnswer{}
+	answer := valueAnswer{Type: ast.OutputType().String()}
 	if estimate, err := env.EstimateCost(ast, &library.CostEstimator{}); err == nil {
 		answer.Cost = &estimate.Max
 	}

@@ -3,6 +3,7 @@ module kubedra.invalid/tools/oracle
 go 1.26.0
 
 require (
+	cel.dev/expr v0.25.1
 	github.com/google/cel-go v0.29.2
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -13,7 +14,6 @@ require (
 )
 
 require (
-	cel.dev/expr v0.25.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect

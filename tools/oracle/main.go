@@ -3,9 +3,10 @@
 // the versions pinned in go.mod. It reads one JSON request per line on stdin and writes
 // one JSON answer per line on stdout, so one process serves a whole test run.
 //
-// Requests carry "mode": "alloc" (see alloc.go), "cel" and "value" (see cel.go) or
-// "types" (see types.go). Anything that goes wrong with one request is reported in that
-// request's answer as {"fault": "..."}; the process only exits when stdin closes.
+// Requests carry "mode": "alloc" (see alloc.go), "cel" and "value" (see cel.go), "types"
+// (see types.go) or "celspec" (see celspec.go). Anything that goes wrong with one request
+// is reported in that request's answer as {"fault": "..."}; the process only exits when
+// stdin closes.
 package main
 
 import (
@@ -64,6 +65,8 @@ func answer(line []byte) (result any) {
 		result, err = value(req.Body)
 	case "types":
 		result, err = typeTree()
+	case "celspec":
+		result, err = celSpec(req.Body)
 	default:
 		err = fmt.Errorf("unknown mode %q", req.Mode)
 	}

@@ -7,7 +7,13 @@ its cost, and compiles it into Python closures (see docs in each module).
 from kubedra.cel.device import AttributeValue, DeviceView
 from kubedra.cel.errors import CelCompileError, CelError, CelEvalError
 from kubedra.cel.lint import BareLookup, bare_lookups, constrained_drivers, portable_rewrite
-from kubedra.cel.selector import CompiledSelector, compile_selector, evaluate_expression
+from kubedra.cel.selector import (
+    CompiledExpression,
+    CompiledSelector,
+    compile_expression,
+    compile_selector,
+    evaluate_expression,
+)
 
 __all__ = [
     "AttributeValue",
@@ -15,9 +21,11 @@ __all__ = [
     "CelCompileError",
     "CelError",
     "CelEvalError",
+    "CompiledExpression",
     "CompiledSelector",
     "DeviceView",
     "bare_lookups",
+    "compile_expression",
     "compile_selector",
     "constrained_drivers",
     "evaluate_expression",

@@ -6,7 +6,7 @@ from kubedra.cel import ast
 from kubedra.cel.env import NAMESPACES, Env
 from kubedra.cel.errors import CelEvalError, Issue
 from kubedra.cel.ext_format import template_problem
-from kubedra.cel.patterns import bare_lookup, children
+from kubedra.cel.patterns import bare_lookup, children, qualified_type
 from kubedra.cel.registry import Overload
 from kubedra.cel.stdlib import compile_regex, static_type_of_name
 from kubedra.cel.types import (
@@ -28,12 +28,12 @@ from kubedra.cel.types import (
     map_of,
     optional_of,
     substitute,
+    type_of,
     unify,
 )  # fmt: skip
 from kubedra.cel.values import UInt
 
 Scope = dict[str, Type]
-_MAP_KEYS = frozenset({"int", "uint", "string", "bool", "dyn"})
 # cel.OptionalTypes' macros: `opt.optMap(x, expr)` / `opt.optFlatMap(x, expr)`.
 _OPTIONAL_MACROS = frozenset({"optMap", "optFlatMap"})
 
@@ -69,9 +69,17 @@ def _unwrapped(t: Type | None, optional: bool) -> Type | None:
 
 
 def _same_types(nodes: list[ast.Node], types: list[Type | None]) -> None:
+    """Each element against the first one's type as cel-go's checker resolved it: a free
+    type parameter in it (`[]`) takes the type of the element it was unified with, so
+    `[[], ['a'], [1]]` fails at `[1]` (expected list(string))."""
+    if not types:
+        return
+    expected = types[0]
     for element, t in zip(nodes[1:], types[1:], strict=True):
-        if not equivalent(types[0], t):
-            raise Issue(f"expected type '{types[0]}' but found '{t}'", element.pos)
+        if not equivalent(expected, t):
+            raise Issue(f"expected type '{expected}' but found '{t}'", element.pos)
+        if expected is not None and t is not None:
+            expected = join(expected, t) or expected
 
 
 def _signature(types: list[Type], member: bool) -> str:
@@ -111,6 +119,9 @@ class _Checker:
         return found
 
     def _select(self, node: ast.Select, scope: Scope) -> Type:
+        qualified = qualified_type(node, scope)
+        if qualified is not None:
+            return type_of(Type(qualified))
         operand = self.visit(node.operand, scope)
         if operand.name == "optional_type":  # `a.?b.c`, and `has(a.?b.c)` (optional chain)
             field = self._field(node, operand.params[0])
@@ -126,7 +137,7 @@ class _Checker:
             if found is None:
                 raise Issue(f"undefined field '{node.field}'", node.pos)
             return found
-        if operand.name == "map" and (operand.params[0] == STRING or is_dyn(operand.params[0])):
+        if operand.name == "map":  # any key type: cel-go checks no key for a selection
             return operand.params[1]
         if is_dyn(operand):
             return DYN
@@ -138,20 +149,20 @@ class _Checker:
         if self.env.lenient and bare_lookup(node) is not None:
             return DYN  # may resolve to an attribute of the driver's own domain (seed compat)
         wrap = node.optional or operand.name == "optional_type"
-        if operand.name == "optional_type":
-            operand = operand.params[0]
-        result = self._element(node, operand, index)
+        inner = operand.params[0] if operand.name == "optional_type" else operand
+        result = self._element(node, inner, index, operand)
         return optional_of(result) if wrap else result
 
-    def _element(self, node: ast.Index, operand: Type, index: Type) -> Type:
+    def _element(self, node: ast.Index, operand: Type, index: Type, shown: Type) -> Type:
         if operand.name == "list" and (index in (INT, UINT) or is_dyn(index)):
             return operand.params[0]
         if operand.name == "map" and unify(operand.params[0], index, {}):
             return operand.params[1]
         if is_dyn(operand):
             return DYN
-        sig = _signature([operand, index], False)
-        raise Issue(f"found no matching overload for '_[_]' applied to '{sig}'", node.pos)
+        sig = _signature([shown, index], False)
+        function = "_[?_]" if node.optional else "_[_]"
+        raise Issue(f"found no matching overload for '{function}' applied to '{sig}'", node.pos)
 
     def _call(self, node: ast.Call, scope: Scope) -> Type:
         self._resolve_namespace(node, scope)
@@ -230,7 +241,7 @@ class _Checker:
     def _conditional(self, node: ast.Conditional, scope: Scope) -> Type:
         cond = self.visit(node.cond, scope)
         then, other = self.visit(node.then, scope), self.visit(node.otherwise, scope)
-        result = join(then, other)
+        result = join(then, other, conditional=True)
         if not _boolish(cond) or result is None:
             sig = _signature([cond, then, other], False)
             raise Issue(f"found no matching overload for '_?_:_' applied to '{sig}'", node.pos)
@@ -249,9 +260,7 @@ class _Checker:
         key_t: Type | None = None
         value_t: Type | None = None
         for key, value, optional in node.entries:
-            kt = self.visit(key, scope)
-            if kt.name not in _MAP_KEYS:
-                raise Issue(f"unsupported map key type: {kt}", key.pos)
+            kt = self.visit(key, scope)  # any type: cel-go's checker restricts no key type
             vt = self.visit(value, scope)
             if optional:
                 vt = vt.params[0] if vt.name == "optional_type" else DYN
@@ -295,6 +304,17 @@ class _Checker:
             out[node.var2] = second
         return out
 
+    @staticmethod
+    def _map_entry_result(node: ast.Comprehension, transform: Type) -> Type:
+        """transformMapEntry merges the map each step makes (cel.@mapInsert(accu, map)):
+        the transform must be a map, whose type is the result's."""
+        if transform.name == "map":
+            return transform
+        if is_dyn(transform):
+            return map_of(DYN, DYN)
+        raise Issue("found no matching overload for 'cel.@mapInsert' applied to "
+                    f"'(map(dyn, dyn), {transform})'", node.args[-1].pos)  # fmt: skip
+
     def _comprehension_result(self, node: ast.Comprehension, rng: Type, res: list[Type]) -> Type:
         kind = node.kind
         if kind == "optMap":
@@ -305,7 +325,8 @@ class _Checker:
                             node.args[-1].pos)  # fmt: skip
             return res[-1]
         predicates = res if kind in ("all", "exists", "exists_one", "existsOne", "filter") else []
-        if kind in ("map_filter", "transformList", "transformMap") and len(res) == 2:
+        if kind in ("map_filter", "transformList", "transformMap", "transformMapEntry") \
+                and len(res) == 2:  # fmt: skip
             predicates = res[:1]
         for arg, t in zip(node.args, predicates, strict=False):
             if not _boolish(t):
@@ -317,4 +338,6 @@ class _Checker:
             return list_of(elem)
         if kind == "transformMap":
             return map_of(elem, res[-1])
+        if kind == "transformMapEntry":
+            return self._map_entry_result(node, res[-1])
         return list_of(res[-1])

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from kubedra.cel import ast
 from kubedra.cel import runtime as rt
 from kubedra.cel.callcost import RUNTIME, RuntimeRule
 from kubedra.cel.errors import BareKeyMissing, CelEvalError, CostLimitExceeded
-from kubedra.cel.patterns import bare_lookup, device_map
+from kubedra.cel.patterns import bare_lookup, device_map, qualified_type
 from kubedra.cel.registry import Impl, Overload
 from kubedra.cel.stdlib import TYPE_NAMES
 from kubedra.cel.types import BYTES, DEVICE, STRING, Type, has_dyn
-from kubedra.cel.values import CelType, Optional, cel_equal, no_such_overload
+from kubedra.cel.values import CelType, MapBuilder, Optional, cel_equal, no_such_overload
 
 Frame = list[object]
 Fn = Callable[[Frame], object]
@@ -73,6 +73,10 @@ class Compiler:
 
     # -- selection and indexing ---------------------------------------------------------------
     def _select(self, node: ast.Select) -> Fn:
+        type_name = qualified_type(node, self.slots)
+        if type_name is not None:
+            type_value = CelType(type_name)
+            return lambda f: type_value
         operand, name = self.compile(node.operand), node.field
         if node.test_only:
             return lambda f: rt.has_field(operand(f), name)
@@ -217,17 +221,19 @@ def _optional_list(f: Frame, elements: list[Fn], optional: frozenset[int]) -> li
     return out
 
 
-def _build_map(f: Frame, entries: list[tuple[Fn, Fn, bool]]) -> dict[object, object]:
-    out: dict[object, object] = {}
+def _build_map(f: Frame, entries: list[tuple[Fn, Fn, bool]]) -> Mapping[object, object]:
+    """A map literal as cel-go builds one: a repeated key replaces the earlier entry (no
+    error), an absent optional entry removes it; keys stay typed (`MapBuilder`)."""
+    out = MapBuilder()
     for key_fn, value_fn, optional in entries:
         key, value = key_fn(f), value_fn(f)
-        if key in out:
-            raise CelEvalError(f"Failed with repeated key: {key}")
         if not optional:
-            out[key] = value
+            out.put(key, value)
         elif type(value) is Optional and value.present:
-            out[key] = value.value
-    return out
+            out.put(key, value.value)
+        else:
+            out.drop(key)
+    return out.build()
 
 
 def _logic(is_or: bool, left: Fn, right: Fn) -> Fn:

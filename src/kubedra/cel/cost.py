@@ -23,7 +23,7 @@ from kubedra.cel.callcost import (
     scan,
 )  # fmt: skip
 from kubedra.cel.named_format import MAX_FORMAT_SIZE
-from kubedra.cel.patterns import device_map
+from kubedra.cel.patterns import device_map, qualified_type
 from kubedra.cel.types import (
     BYTES,
     CIDR,
@@ -91,8 +91,8 @@ _LOOP = {  # kind: (init, per-iteration overhead, result)
     "map": (LIST_CREATE, 12, 1),  # accu + [f(x)]
     "map_filter": (LIST_CREATE, 12, 1),
     "transformList": (LIST_CREATE, 12, 1),
-    "transformMap": (MAP_CREATE, 32, 1),
-    "sortBy": (LIST_CREATE, 14, 1),
+    "transformMap": (MAP_CREATE, 3, 1),  # cel.@mapInsert(accu, k, t): call, accu, k
+    "transformMapEntry": (MAP_CREATE, 2, 1),  # cel.@mapInsert(accu, t): call, accu
 }
 
 
@@ -135,6 +135,8 @@ class _Estimator:
         return 1, UNKNOWN
 
     def _select(self, node: ast.Select, scope: dict[str, Shape]) -> tuple[int, Shape]:
+        if qualified_type(node, scope) is not None:
+            return 1, UNKNOWN  # an identifier (cel-go resolved the qualified name)
         cost, shape = self.visit(node.operand, scope)
         if node.test_only:
             return cost, SCALAR  # has() itself is free (PresenceTestHasCost(false))
@@ -151,6 +153,11 @@ class _Estimator:
 
     def _call(self, node: ast.Call, scope: dict[str, Shape]) -> tuple[int, Shape]:
         args = ([node.target] if node.target is not None else []) + node.args
+        if node.function == "dyn" and len(args) == 1:
+            # cel-go unwraps dyn(x): 1 plus x's cost, and x's size (dyn only disables
+            # type checking), so `dyn(1) == dyn(1)` compares two scalars, not unknowns.
+            cost, shape = self.visit(args[0], scope)
+            return cost + 1, shape
         total, shapes = 0, []
         for arg in args:
             cost, shape = self.visit(arg, scope)
@@ -204,6 +211,8 @@ class _Estimator:
             return Static(1), result  # a map lookup; lists (and dyn, as upstream) cost their size
         if (function, types[0] if types else None) in _CONVERSIONS:
             return Static(scan(sizes[0]), sizes[0] * (4 if function == "bytes" else 1)), result
+        if function == "ip" and types[0] == CIDR:
+            return Static(1), result  # Kubernetes' estimator: a CIDR's ip() reads a field
         if function in ("containsIP", "containsCIDR"):
             return Static(containment(function, sizes[1] if types[1] == STRING else None)), result
         rule = STATIC.get(function)
@@ -253,6 +262,27 @@ class _Estimator:
         wrap = 1 if node.kind == "optMap" else 0
         return 2 * rng + body + LIST_CREATE + 2 + wrap, body_shape
 
+    def _sort_by(
+        self, node: ast.Comprehension, scope: dict[str, Shape], rng: int, shape: Shape
+    ) -> tuple[int, Shape]:
+        """Costed as cel-go's expansion: `cel.bind(in, target, in.@sortByAssociatedKeys(
+        in.map(x, key)))`, the keys sorted as sort() sorts a list (O(n^2), 2 a comparison
+        and a string scan more for string or bytes keys)."""
+        self.nested.append(0)
+        key, _ = self.visit(node.args[0], {**scope, node.var: shape.part("elem")})
+        nested = self.nested.pop()
+        per_iteration = 12 + key  # map's accu + [key]
+        self.iteration[id(node)] = max(1, per_iteration - nested)
+        size = shape.size
+        keys = 1 + LIST_CREATE + size * per_iteration + 1  # in.map(x, key)
+        key_type = node.args[0].typ
+        textual = key_type is None or is_dyn(key_type) or key_type in _TEXTUAL
+        sort = list_call("sort", [size], [], 1 if textual else None).cost
+        total = rng + LIST_CREATE + 1 + keys + sort  # bind's range, `in`, keys, sort
+        if self.nested:
+            self.nested[-1] += total
+        return total, shape
+
     def _comprehension(self, node: ast.Comprehension, scope: dict[str, Shape]) -> tuple[int, Shape]:
         if node.kind == "bind":
             init, init_shape = self.visit(node.args[0], scope)
@@ -261,6 +291,8 @@ class _Estimator:
         rng, shape = self.visit(node.range, scope)
         if node.kind in ("optMap", "optFlatMap"):
             return self._optional_map(node, scope, rng, shape)
+        if node.kind == "sortBy":
+            return self._sort_by(node, scope, rng, shape)
         is_map = node.range.typ is not None and node.range.typ.name == "map"
         if device_map(node.range) is not None and self.device:
             is_map = True
@@ -294,13 +326,23 @@ def _signatures(
         return [(actual, node.typ)]
     out = []
     for overload in node.overloads:
-        types = [
-            p if t is not None and is_dyn(t) and not p.is_param else t
-            for t, p in zip(actual, overload.args, strict=False)
-        ]
+        types = [_as_declared(t, p) for t, p in zip(actual, overload.args, strict=False)]
         result = overload.result if not overload.result.is_param and node.typ == DYN else node.typ
         out.append((types, result))
     return out
+
+
+def _as_declared(actual: Type | None, declared: Type) -> Type | None:
+    """The argument type an overload sees: a dyn part takes the declared type there
+    (`list(dyn)` is a `list(string)` for sort's string overload)."""
+    if actual is None or declared.is_param:
+        return actual
+    if is_dyn(actual):
+        return declared
+    if actual.name == declared.name and len(actual.params) == len(declared.params):
+        pairs = list(zip(actual.params, declared.params, strict=True))
+        return Type(actual.name, tuple(_as_declared(a, d) or d for a, d in pairs))
+    return actual
 
 
 def _scalar(t: Type | None) -> bool:

@@ -70,6 +70,8 @@ def selector_env(*, strict: bool, consumable_capacity: bool, list_attributes: bo
 
 
 @cache
-def plain_env(names: frozenset[str]) -> Env:
-    """Plain CEL with dynamically typed variables (the generic evaluation path)."""
-    return Env(_base_library(False), dict.fromkeys(names, DYN), {}, lenient=False)
+def plain_env(variables: frozenset[tuple[str, Type]]) -> Env:
+    """Plain CEL with declared variables (the generic evaluation path): the library of
+    a stored expression, the newest (upstream compiles those with every library, `includes`
+    among them, whatever the feature switches)."""
+    return Env(_base_library(True), dict(variables), {}, lenient=False)

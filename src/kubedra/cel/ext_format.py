@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from kubedra.cel import ast
 from kubedra.cel.errors import CelEvalError
+from kubedra.cel.goquote import go_quote
 from kubedra.cel.runtime import guard_string
 from kubedra.cel.stdlib import format_double
 from kubedra.cel.values import CelType, UInt, type_name
@@ -96,18 +97,28 @@ def _clause(verb: str, precision: int | None, value: object) -> str:
                                 f"{type_name(value)}")  # fmt: skip
         return str(int(value))  # type: ignore[call-overload]
     if verb in "fe":
-        if kind is not float:
-            what = "fixed-point clause" if verb == "f" else "scientific clause"
-            raise _format_error(f"{what} can only be used on doubles, was given "
-                                f"{type_name(value)}")  # fmt: skip
+        number = _as_double(verb, value)
         p = DEFAULT_PRECISION if precision is None else precision
         if p > _MAX_GO_PRECISION:
             return _NOVERB
-        assert isinstance(value, float)
-        return _fixed(value, p % 256) if verb == "f" else _scientific(value, p)
+        return _fixed(number, p % 256) if verb == "f" else _scientific(number, p)
     if verb in "boxX":
         return _integral(verb, value)
     raise _parse_error(f'unrecognized formatting clause "{verb}"')
+
+
+# The strings %f and %e also take (cel-go's exception for values a double cannot be written
+# as in CEL), converted as `double("...")` converts them.
+_SPECIAL_DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _as_double(verb: str, value: object) -> float:
+    if type(value) is float:
+        return value
+    if type(value) is str and value in _SPECIAL_DOUBLES:
+        return _SPECIAL_DOUBLES[value]
+    what = "fixed-point clause" if verb == "f" else "scientific clause"
+    raise _format_error(f"{what} can only be used on doubles, was given {type_name(value)}")
 
 
 def _integral(verb: str, value: object) -> str:
@@ -159,9 +170,21 @@ def _as_string(value: object) -> str:
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_literal(v) for v in value) + "]"
     if isinstance(value, Mapping):
-        entries = sorted(f"{_literal(k)}:{_literal(v)}" for k, v in value.items())
-        return "{" + ", ".join(entries) + "}"
+        # Sorted by the printed key alone (a stable sort), as cel-go does.
+        entries = sorted(((_map_key(k), _literal(v)) for k, v in value.items()), key=_first)
+        return "{" + ", ".join(f"{k}:{v}" for k, v in entries) + "}"
     return _scalar(value)
+
+
+def _first(pair: tuple[str, str]) -> str:
+    return pair[0]
+
+
+def _map_key(key: object) -> str:
+    """A map key inside %s: strings quoted, bools and integers bare, nothing else."""
+    if type(key) in (str, bool, int, UInt):
+        return _literal(key)
+    raise CelEvalError(f"no formatting function for map key of type {type_name(key)}")
 
 
 def _scalar(value: object) -> str:
@@ -172,7 +195,7 @@ def _scalar(value: object) -> str:
         return "null"
     if kind is bytes:
         assert isinstance(value, bytes)
-        return value.decode("utf-8", "replace")
+        return _utf8(value)
     if kind is CelType:
         return repr(value)
     if kind in (int, UInt):
@@ -183,15 +206,27 @@ def _scalar(value: object) -> str:
     )
 
 
+def _utf8(data: bytes) -> str:
+    """bytes as the string they spell; cel-go's conversion refuses invalid UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CelEvalError("invalid UTF-8 in bytes, cannot convert to string") from None
+
+
 def _literal(value: object) -> str:
-    """A value inside a list or map, printed as a CEL literal."""
+    """A value inside a list or map, printed as a CEL literal: strings and bytes in Go's
+    %q quotes; doubles as Go's %.6f (no grouping), where NaN and the infinities are not
+    literals and print quoted ("NaN", "+Inf", "-Inf")."""
     kind = type(value)
     if kind is str:
-        return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return go_quote(value)  # type: ignore[arg-type]
     if kind is bytes:
-        return 'b"' + _scalar(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return "b" + go_quote(_utf8(value))  # type: ignore[arg-type]
     if kind is float:
         assert isinstance(value, float)
+        if math.isnan(value) or math.isinf(value):
+            return go_quote("NaN" if math.isnan(value) else "+Inf" if value > 0 else "-Inf")
         return f"{value:.{DEFAULT_PRECISION}f}"
     return _as_string(value)
 

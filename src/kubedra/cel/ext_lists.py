@@ -3,7 +3,7 @@ macro), `ext.Sets`, and the optional-type functions (cel.OptionalTypes)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from kubedra.cel.errors import CelEvalError
 from kubedra.cel.registry import Library
@@ -20,7 +20,7 @@ from kubedra.cel.types import (
     list_of,
     optional_of,
 )  # fmt: skip
-from kubedra.cel.values import Optional, cel_equal, type_name
+from kubedra.cel.values import Optional, cel_equal, comparable, type_name
 
 
 def list_slice(items: Sequence[object], start: int, end: int) -> list[object]:
@@ -66,10 +66,22 @@ def reverse(items: Sequence[object]) -> list[object]:
 
 
 def sort_list(items: Sequence[object]) -> list[object]:
-    kinds = {type_name(x) for x in items}
-    if len(kinds) > 1 and not kinds <= {"int", "uint", "double"}:
-        raise CelEvalError("sort: list elements must have the same type")
-    return sorted(items)  # type: ignore[type-var]
+    return sort_by_keys(items, items)
+
+
+def sort_by_keys(items: Sequence[object], keys: Sequence[object]) -> list[object]:
+    """cel-go's sort of `items` by `keys` (sort() and sortBy()): the keys must be orderable
+    and all of the first one's type (an int and a uint do not mix here, as they do in
+    comparisons)."""
+    if not keys:
+        return list(items)
+    if not comparable(keys[0]):
+        raise CelEvalError("list elements must be comparable")
+    kind = type(keys[0])
+    if any(type(k) is not kind for k in keys):
+        raise CelEvalError("list elements must have the same type")
+    order = sorted(range(len(keys)), key=keys.__getitem__)  # type: ignore[arg-type]
+    return [items[i] for i in order]
 
 
 MAX_RANGE_SIZE = 1_000_000  # cel-go ext.Lists defaultMaxRangeSize
@@ -119,9 +131,12 @@ def optional_value(opt: Optional) -> object:
     return opt.value
 
 
+_ZEROABLE = (bool, int, float, str, bytes, list, tuple, Mapping)
+
+
 def _is_zero(value: object) -> bool:
     """The zero value of its type (null, false, 0, "", empty aggregate)."""
-    if value is None or isinstance(value, bool | int | float | str | bytes | list | tuple | dict):
+    if value is None or isinstance(value, _ZEROABLE):
         return not value
     return False
 

@@ -3,7 +3,6 @@ DRA's `includes()`. Semantics follow k8s.io/apiserver/pkg/cel/library."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 
 from kubedra.api.quantity import Quantity, QuantityError
@@ -25,7 +24,14 @@ from kubedra.cel.types import (
     Type,
     list_of,
 )  # fmt: skip
-from kubedra.cel.values import UInt, cel_equal, check_int, check_uint, type_name
+from kubedra.cel.values import (
+    UInt,
+    cel_compare,
+    cel_equal,
+    check_int,
+    check_uint,
+    comparable,
+)
 
 MAX_INCLUDES_VALUES = 48  # ResourceSliceMaxAttributeValuesPerDevice
 
@@ -126,28 +132,45 @@ def _nonempty(items: Sequence[object], what: str) -> None:
         raise CelEvalError(f"{what} called on empty list")
 
 
-def _ordered(items: Sequence[object]) -> None:
-    """Reject mixed lists whose elements CEL cannot compare (dyn lists at runtime)."""
-    kinds = {type_name(x) for x in items}
-    if len(kinds - {"int", "uint", "double"}) > 0 and len(kinds) > 1:
-        raise CelEvalError(f"no such overload: list elements of types {sorted(kinds)}")
+# isSorted, min and max walk the list as Kubernetes' library does: each element must be
+# orderable at all, and a comparison cel-go answers with an error (a bool against an int,
+# in a dyn list) neither breaks the order nor replaces the extreme found so far.
+
+
+def _orderable(item: object) -> object:
+    if not comparable(item):
+        raise CelEvalError("no such overload")
+    return item
 
 
 def is_sorted(items: Sequence[object]) -> bool:
-    _ordered(items)
-    return all(a <= b for a, b in itertools.pairwise(items))  # type: ignore[operator]
+    previous: object = _MISSING
+    for item in items:
+        _orderable(item)
+        if previous is not _MISSING and cel_compare(previous, item) == 1:
+            return False
+        previous = item
+    return True
+
+
+def _extreme(items: Sequence[object], what: str, replace_when: int) -> object:
+    _nonempty(items, what)
+    result = _orderable(items[0])
+    for item in items[1:]:
+        if cel_compare(result, _orderable(item)) == replace_when:
+            result = item
+    return result
 
 
 def list_min(items: Sequence[object]) -> object:
-    _nonempty(items, "min")
-    _ordered(items)
-    return min(items)  # type: ignore[type-var]
+    return _extreme(items, "min", 1)
 
 
 def list_max(items: Sequence[object]) -> object:
-    _nonempty(items, "max")
-    _ordered(items)
-    return max(items)  # type: ignore[type-var]
+    return _extreme(items, "max", -1)
+
+
+_MISSING = object()
 
 
 def sum_ints(items: Sequence[int]) -> int:

@@ -39,6 +39,7 @@ _TOKEN = re.compile(
            |0[xX][0-9a-fA-F]+[uU]?|\d+[uU]?)
   | (?P<str>(?:[rR][bB]?|[bB][rR]?)?(?:'''|\"\"\"|'|\"))
   | (?P<ident>[_a-zA-Z][_a-zA-Z0-9]*)
+  | (?P<escident>`[-_a-zA-Z0-9./ ]+`)
   | (?P<op>\|\||&&|==|!=|<=|>=|\.\?|\[\?|[-+*/%!<>?:.,()\[\]{}])
     """,
     re.VERBOSE,
@@ -52,7 +53,9 @@ _SIMPLE_ESCAPES = {
 
 @dataclass(frozen=True, slots=True)
 class Token:
-    kind: str  # "num" | "str" | "ident" | "op" | "eof"
+    # "escident": a field name in backquotes (`a.b`), cel-go's escaped identifier, which
+    # may name a map key that is no identifier after a "." (value: the name).
+    kind: str  # "num" | "str" | "ident" | "escident" | "op" | "eof"
     text: str
     pos: int
     value: object = None
@@ -75,7 +78,7 @@ def tokenize(source: str) -> list[Token]:
             tokens.append(tok)
             continue
         text = m.group()
-        value = _number(text, pos) if kind == "num" else None
+        value = _number(text, pos) if kind == "num" else text[1:-1] if kind == "escident" else None
         tokens.append(Token(kind, text, pos, value))
         pos = m.end()
     tokens.append(Token("eof", "<EOF>", len(source)))

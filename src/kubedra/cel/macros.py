@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterator, Mapping
 
 from kubedra.cel import ast
 from kubedra.cel import runtime as rt
-from kubedra.cel.errors import CelEvalError, CostLimitExceeded
-from kubedra.cel.values import Optional, no_such_overload, type_name
+from kubedra.cel.errors import CostLimitExceeded
+from kubedra.cel.ext_lists import sort_by_keys
+from kubedra.cel.values import MapBuilder, Optional, no_such_overload
 
 Frame = list[object]
 Fn = Callable[[Frame], object]
@@ -175,15 +176,37 @@ def _transform_map(items: Fn, args: list[Fn], slot: int, slot2: int) -> Fn:
     keep = args[0] if len(args) == 2 else None
 
     def transform_map(f: Frame) -> object:
-        out: dict[object, object] = {}
+        out = MapBuilder()  # keys keep their CEL types (a list's int indexes, a map's keys)
         for x, y in _items(items, f):
             f[slot] = x
             f[slot2] = y
             if keep is None or _truth(keep(f)):
-                out[x] = transform(f)
-        return out
+                out.insert(x, transform(f))
+        return out.build()
 
     return transform_map
+
+
+def _transform_map_entry(items: Fn, args: list[Fn], slot: int, slot2: int) -> Fn:
+    """transformMapEntry(k, v, [p,] m): the union of the maps `m` made per entry; a key
+    made twice is an error (cel-go's cel.@mapInsert of a whole map)."""
+    transform = args[-1]
+    keep = args[0] if len(args) == 2 else None
+
+    def transform_map_entry(f: Frame) -> object:
+        out = MapBuilder()
+        for x, y in _items(items, f):
+            f[slot] = x
+            f[slot2] = y
+            if keep is None or _truth(keep(f)):
+                made = transform(f)
+                if not isinstance(made, Mapping):
+                    raise no_such_overload("cel.@mapInsert", made)
+                for key, value in made.items():
+                    out.insert(key, value)
+        return out.build()
+
+    return transform_map_entry
 
 
 def _sort_by(items: Fn, args: list[Fn], slot: int, slot2: int) -> Fn:
@@ -191,15 +214,13 @@ def _sort_by(items: Fn, args: list[Fn], slot: int, slot2: int) -> Fn:
     (key,) = args
 
     def sort_by(f: Frame) -> object:
-        keyed: list[tuple[object, object]] = []
+        elements: list[object] = []
+        keys: list[object] = []
         for x, _ in _items(items, f):
             f[slot] = x
-            keyed.append((key(f), x))
-        kinds = {type_name(k) for k, _ in keyed}
-        if len(kinds) > 1 and not kinds <= {"int", "uint", "double"}:
-            raise CelEvalError("sortBy: keys must have the same type")
-        keyed.sort(key=lambda pair: pair[0])  # type: ignore[arg-type,return-value]
-        return [x for _, x in keyed]
+            elements.append(x)
+            keys.append(key(f))
+        return sort_by_keys(elements, keys)
 
     return sort_by
 
@@ -220,5 +241,6 @@ _BUILDERS: dict[str, Builder] = {
     "transformList": _mapper,
     "filter": _filter,
     "transformMap": _transform_map,
+    "transformMapEntry": _transform_map_entry,
     "sortBy": _sort_by,
 }

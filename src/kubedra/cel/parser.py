@@ -49,6 +49,7 @@ _MEMBER_MACROS = {
     "filter": (2,),
     "transformList": (3, 4),
     "transformMap": (3, 4),
+    "transformMapEntry": (3, 4),
     "sortBy": (2,),
     "optMap": (2,),
     "optFlatMap": (2,),
@@ -193,6 +194,10 @@ class _Parser:
             tok = self.peek()
             if tok.kind == "op" and tok.text in (".", ".?"):
                 self.next()
+                if self.peek().kind == "escident":  # a selection only, never a call
+                    field = self.next()
+                    node = ast.Select(tok.pos, node, str(field.value), optional=tok.text == ".?")
+                    continue
                 name = self._ident()
                 paren = self.accept("(") if tok.text == "." else None
                 if paren is not None:
@@ -343,7 +348,8 @@ def _balanced(op: str, terms: list[ast.Node], ops: list[Token], lo: int, hi: int
 def _two_var(argc: int) -> frozenset[str]:
     """Macros whose call with `argc` arguments binds two variables."""
     if argc == 3:
-        return frozenset({"all", "exists", "existsOne", "transformList", "transformMap"})
+        return frozenset({"all", "exists", "existsOne", "transformList", "transformMap",
+                          "transformMapEntry"})  # fmt: skip
     if argc == 4:
-        return frozenset({"transformList", "transformMap"})
+        return frozenset({"transformList", "transformMap", "transformMapEntry"})
     return frozenset()

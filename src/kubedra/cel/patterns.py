@@ -21,6 +21,27 @@ def device_map(node: ast.Node) -> str | None:
     return None
 
 
+# Type names written as qualified identifiers: the IP and CIDR libraries declare their types
+# under the `net` namespace (no other library type has a name the DRA environment resolves).
+QUALIFIED_TYPES = frozenset({"net.IP", "net.CIDR"})
+
+
+def qualified_type(node: ast.Node, scope: object = ()) -> str | None:
+    """`net.IP` / `net.CIDR`: the type name a selection spells, else None. As in cel-go's
+    checker the qualified name wins over a variable `net` (`scope`: names bound locally,
+    which do shadow it)."""
+    if (
+        isinstance(node, ast.Select)
+        and not node.test_only
+        and not node.optional
+        and isinstance(node.operand, ast.Ident)
+        and node.operand.name not in scope  # type: ignore[operator]
+    ):
+        name = f"{node.operand.name}.{node.field}"
+        return name if name in QUALIFIED_TYPES else None
+    return None
+
+
 def bare_lookup(node: ast.Node) -> tuple[str, str] | None:
     """`device.<map>["key"]` where the key has no "." (so it cannot be a driver domain)."""
     if not isinstance(node, ast.Index) or node.optional:

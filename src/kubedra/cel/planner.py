@@ -14,6 +14,7 @@ from kubedra.cel import ast
 from kubedra.cel.compiler import Compiler
 from kubedra.cel.errors import CelCompileError, CelEvalError
 from kubedra.cel.patterns import children
+from kubedra.cel.runtime import check_qualifier
 from kubedra.cel.stdlib import compile_regex
 
 _CONVERSIONS = frozenset(
@@ -40,6 +41,8 @@ class _Planner:
             return True
         if isinstance(node, ast.ListLit | ast.MapLit):
             return all(parts)
+        if isinstance(node, ast.Index) and parts[1]:
+            self._qualifier(node.index)
         if isinstance(node, ast.Call):
             args = ([node.target] if node.target is not None else []) + node.args
             self._regex(node, args, parts)
@@ -55,6 +58,14 @@ class _Planner:
             except CelEvalError as exc:
                 raise CelCompileError(f"program instantiation failed: {exc}") from None
         return self.values[id(node)]
+
+    def _qualifier(self, index: ast.Node) -> None:
+        """A constant index becomes a qualifier of the indexed value when cel-go plans the
+        program; only strings, numbers and bools can be one (`dyn(m)[dyn(null)]`)."""
+        try:
+            check_qualifier(self._evaluate(index))
+        except CelEvalError as exc:
+            raise CelCompileError(f"program instantiation failed: {exc}") from None
 
     def _regex(self, node: ast.Call, args: list[ast.Node], constant: list[bool]) -> None:
         if node.function not in _REGEX_FUNCTIONS or len(args) < 2 or not constant[1]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Final
 
@@ -10,7 +11,18 @@ from kubedra.api.semver import Semver
 from kubedra.cel.errors import CelEvalError, CostLimitExceeded
 from kubedra.cel.ip_lib import CIDRPrefix, IPAddress
 from kubedra.cel.types import Type
-from kubedra.cel.values import CelType, Optional, UInt, no_such_key, no_such_overload, type_name
+from kubedra.cel.values import (
+    MISSING,
+    CelMap,
+    CelType,
+    Optional,
+    UInt,
+    go_text,
+    map_find,
+    no_such_key,
+    no_such_overload,
+    type_name,
+)  # fmt: skip
 
 COST_LIMIT: Final = 1_000_000  # resourceapi.CELSelectorExpressionMaxCost (DRA's runtime limit)
 # Size guards, checked before a result is built, whether or not cost is tracked: a string
@@ -32,7 +44,7 @@ class DomainMap(dict[str, dict[str, object]]):
 
 EMPTY: Final[dict[str, object]] = {}
 LIST_TYPES: Final = (list, tuple)
-MAP_TYPES: Final = (dict, DomainMap)
+MAP_TYPES: Final = (dict, DomainMap, CelMap)
 
 _SCALARS: dict[str, tuple[type, ...]] = {
     "int": (int,), "uint": (UInt,), "double": (float,), "string": (str,), "bytes": (bytes,),
@@ -56,9 +68,26 @@ def index(container: object, key: object) -> object:
     raise no_such_overload("_[_]", container, key)
 
 
+# cel-go indexes through qualifiers, which only strings, numbers and bools can be: any other
+# key fails ("invalid qualifier type"), at planning when constant, else when evaluated, even
+# where the map has such a key (`in` still finds it). The Go types named are cel-go's.
+_QUALIFIER_KINDS: Final = (str, int, UInt, bool, float)
+_GO_QUALIFIER_TYPES: Final = {
+    "null_type": "types.Null", "bytes": "types.Bytes", "list": "*types.baseList",
+    "map": "*types.baseMap", "type": "*types.Type", "optional_type": "*types.Optional",
+}  # fmt: skip
+
+
+def check_qualifier(key: object) -> None:
+    if type(key) not in _QUALIFIER_KINDS:
+        name = type_name(key)
+        go = _GO_QUALIFIER_TYPES.get(name, _GO_NAMES.get(name, name))
+        raise CelEvalError(f"invalid qualifier type: {go}")
+
+
 def _list_index(items: list[object] | tuple[object, ...], key: object) -> object:
     kind = type(key)
-    if kind is float and key == int(key):  # type: ignore[call-overload]
+    if kind is float and _whole(key):  # type: ignore[arg-type]
         key = int(key)  # type: ignore[call-overload]
     elif kind not in (int, UInt):
         raise no_such_overload("_[_]", items, key)
@@ -69,12 +98,14 @@ def _list_index(items: list[object] | tuple[object, ...], key: object) -> object
 
 
 def map_get(mapping: Mapping[object, object], key: object) -> object:
-    if isinstance(key, float) and key == int(key):
-        key = int(key)
-    try:
-        return mapping[key]
-    except (KeyError, TypeError):
-        raise no_such_key(key) from None
+    """`m[key]` with cel-go's key rules (`map_find`): `{true: 1}[1]` is no such key."""
+    check_qualifier(key)
+    found = map_find(mapping, key)
+    if found is MISSING:
+        if type(mapping) is DomainMap and type(key) is str:
+            return EMPTY  # an unknown domain reads as an empty map
+        raise no_such_key(key)
+    return found
 
 
 def select(operand: object, name: str) -> object:
@@ -89,6 +120,12 @@ def select(operand: object, name: str) -> object:
     raise CelEvalError(f"type '{type_name(operand)}' does not support field selection")
 
 
+# Qualifying under a presence test (optional chaining `x.?f`, `x[?k]`, and has()) follows
+# cel-go's attribute qualification: a map answers whether it has the key, a list whether
+# the index is in range (an index of the wrong kind is still an error), and any other
+# value (a number, a string, null) has nothing: absent, where plain selection would fail.
+
+
 def select_optional(operand: object, name: str) -> Optional:
     """`x.?name`: an optional that is empty when `x` or its field is absent."""
     if type(operand) is Optional:
@@ -97,7 +134,9 @@ def select_optional(operand: object, name: str) -> Optional:
         operand = operand.value
     if isinstance(operand, Mapping):
         return Optional(operand[name]) if name in operand else Optional.NONE
-    raise CelEvalError(f"type '{type_name(operand)}' does not support field selection")
+    if isinstance(operand, LIST_TYPES):
+        raise _list_index_error(name)
+    return Optional.NONE
 
 
 def index_optional(container: object, key: object) -> Optional:
@@ -106,12 +145,17 @@ def index_optional(container: object, key: object) -> Optional:
         if not container.present:
             return Optional.NONE
         container = container.value
-    try:
-        return Optional(index(container, key))
-    except CelEvalError:
-        if isinstance(container, list | tuple | Mapping):
+    if isinstance(container, Mapping):
+        check_qualifier(key)
+        try:
+            return Optional(index(container, key))
+        except CelEvalError:
             return Optional.NONE
-        raise
+    if isinstance(container, LIST_TYPES):
+        position = _list_position(key)
+        in_range = 0 <= position < len(container)
+        return Optional(container[position]) if in_range else Optional.NONE
+    return Optional.NONE
 
 
 def has_field(operand: object, name: str) -> bool:
@@ -119,13 +163,35 @@ def has_field(operand: object, name: str) -> bool:
         return operand.present and has_field(operand.value, name)
     if isinstance(operand, Mapping):
         return name in operand
-    raise CelEvalError(f"invalid type for field selection: {type_name(operand)}")
+    if isinstance(operand, LIST_TYPES):
+        raise _list_index_error(name)
+    return False
+
+
+def _list_position(key: object) -> int:
+    """A list index under a presence test: an int, a uint, or a whole double."""
+    if isinstance(key, float) and _whole(key):
+        return int(key)
+    if isinstance(key, int) and type(key) is not bool:
+        return int(key)
+    raise _list_index_error(key)
+
+
+def _whole(value: float) -> bool:
+    return math.isfinite(value) and value == int(value)
+
+
+def _list_index_error(key: object) -> CelEvalError:
+    if type(key) is float:
+        return CelEvalError(f"unsupported index value {go_text(key)} in list")
+    return CelEvalError(f"unsupported index type '{type_name(key)}' in list")
 
 
 _GO_NAMES = {"int": "types.Int", "uint": "types.Uint", "double": "types.Double",
              "bool": "types.Bool", "string": "types.String", "bytes": "types.Bytes",
              "null_type": "types.Null", "kubernetes.Semver": "cel.Semver",
-             "kubernetes.Quantity": "cel.Quantity"}  # fmt: skip
+             "kubernetes.Quantity": "cel.Quantity", "net.IP": "cel.IP", "net.CIDR": "cel.CIDR",
+             "kubernetes.URL": "cel.URL"}  # fmt: skip
 
 
 def iterate(value: object) -> Iterable[object]:

@@ -24,8 +24,8 @@ from kubedra.cel.errors import (
 from kubedra.cel.parser import parse
 from kubedra.cel.planner import plan
 from kubedra.cel.runtime import COST_LIMIT
-from kubedra.cel.types import BOOL
-from kubedra.cel.values import type_name
+from kubedra.cel.types import BOOL, DYN, Type
+from kubedra.cel.values import to_cel, type_name
 
 T = TypeVar("T")
 MAX_EXPRESSION_BYTES = 10 * 1024  # resourceapi.CELSelectorExpressionMaxLength
@@ -139,15 +139,42 @@ def _closure(
     return fn, compiler.frame_size
 
 
+@dataclass(frozen=True, slots=True)
+class CompiledExpression:
+    """A plain expression (no `device`) compiled against declared variables: its checked
+    type and cost estimate (upstream's, without DRA's size hints), then `evaluate`."""
+
+    expression: str
+    result_type: Type
+    estimated_cost: int
+    _fn: Fn
+    _frame_size: int
+
+    def evaluate(self, activation: Mapping[str, object]) -> object:
+        """The value for `activation`; raises CelEvalError as upstream's runtime errors.
+        Python dicts with keys other than strings become CEL maps first (`to_cel`)."""
+        bound = {name: to_cel(value) for name, value in activation.items()}
+        return _run(self._fn, bound, self._frame_size)
+
+
+def compile_expression(
+    expression: str, variables: Mapping[str, Type] | None = None
+) -> CompiledExpression:
+    """Parse, check (with `variables` declared, each `dyn` unless typed) and compile."""
+    return _compile_plain(expression, frozenset((variables or {}).items()))
+
+
 @lru_cache(maxsize=CACHE_SIZE)
-def _compile_plain(expression: str, names: frozenset[str]) -> tuple[Fn, int]:
-    env = plain_env(names)
+def _compile_plain(expression: str, variables: frozenset[tuple[str, Type]]) -> CompiledExpression:
+    env = plain_env(variables)
     tree = _checked(expression, env)
     est = _shallow(lambda: estimate(tree, device=False))
-    return _closure(tree, env, est.iteration if est.total > COST_LIMIT else None, False)
+    fn, size = _closure(tree, env, est.iteration if est.total > COST_LIMIT else None, False)
+    assert tree.typ is not None
+    return CompiledExpression(expression, tree.typ, est.total, fn, size)
 
 
 def evaluate_expression(expression: str, activation: Mapping[str, object]) -> object:
     """Evaluate plain CEL (no `device`) with dynamically typed variables."""
-    fn, size = _compile_plain(expression, frozenset(activation))
-    return _run(fn, activation, size)
+    compiled = compile_expression(expression, dict.fromkeys(activation, DYN))
+    return compiled.evaluate(activation)

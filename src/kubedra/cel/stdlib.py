@@ -29,16 +29,20 @@ from kubedra.cel.types import (
     Type,
     list_of,
     map_of,
+    optional_of,
 )  # fmt: skip
+from kubedra.cel.types import type_of as type_of_type
 from kubedra.cel.values import (
     INT64_MAX,
     INT64_MIN,
+    MISSING,
     UINT64_MAX,
     CelType,
     UInt,
     cel_equal,
     check_int,
     check_uint,
+    map_find,
     numeric_compare,
     type_name,
 )  # fmt: skip
@@ -146,12 +150,8 @@ def list_contains(elem: object, items: list[object] | tuple[object, ...]) -> boo
 
 
 def map_contains(key: object, mapping: Mapping[object, object]) -> bool:
-    if type(key) is bool:
-        return any(type(k) is bool and k == key for k in mapping)
-    try:
-        return key in mapping
-    except TypeError:
-        return False
+    """`key in map`: cel-go's map lookup (`map_find`), never Python's (`1 in {True: 0}`)."""
+    return map_find(mapping, key) is not MISSING
 
 
 def _add_membership(lib: Library) -> None:
@@ -362,7 +362,7 @@ def _add_conversions(lib: Library) -> None:
     lib.add("bytes", (STRING,), BYTES, lambda v: v.encode("utf-8"))
     lib.add("bool", (BOOL,), BOOL, lambda v: v)
     lib.add("bool", (STRING,), BOOL, string_to_bool)
-    lib.add("type", (A,), TYPE, type_of)
+    lib.add("type", (A,), type_of_type(A), type_of)
     lib.add("dyn", (A,), DYN, lambda v: v)
     lib.add("null_type", (NULL,), NULL, lambda v: v)
 
@@ -378,6 +378,14 @@ def standard_library() -> Library:
     return lib
 
 
+_NAMED_TYPES: dict[str, Type] = {
+    "int": INT, "uint": UINT, "double": DOUBLE, "bool": BOOL, "string": STRING, "bytes": BYTES,
+    "list": list_of(DYN), "map": map_of(DYN, DYN), "null_type": NULL, "type": TYPE,
+    "optional_type": optional_of(DYN),
+}  # fmt: skip
+
+
 def static_type_of_name(name: str) -> Type | None:
     """Type identifiers (`int`, `string`, ...) are values of type `type`."""
-    return TYPE if name in TYPE_NAMES else None
+    named = _NAMED_TYPES.get(name)
+    return None if named is None else type_of_type(named)

@@ -62,6 +62,11 @@ def list_of(elem: Type) -> Type:
     return Type("list", (elem,))
 
 
+def type_of(t: Type) -> Type:
+    """The type of a type value: `type(int)` for `int` (cel-go keeps the parameter)."""
+    return Type("type", (t,))
+
+
 def map_of(key: Type, value: Type) -> Type:
     return Type("map", (key, value))
 
@@ -93,6 +98,8 @@ def unify(param: Type, arg: Type, bound: dict[str, Type]) -> bool:
 
 
 def _same(a: Type, b: Type, bound: dict[str, Type]) -> bool:
+    if a.name == b.name == "type":
+        return True  # cel-go: any type value is assignable to any other
     if a.name != b.name or len(a.params) != len(b.params):
         return False
     return all(unify(p, q, bound) for p, q in zip(a.params, b.params, strict=True))
@@ -107,21 +114,43 @@ def substitute(t: Type, bound: dict[str, Type]) -> Type:
     return Type(t.name, tuple(substitute(p, bound) for p in t.params))
 
 
-def join(a: Type, b: Type) -> Type | None:
+def join(a: Type, b: Type, *, conditional: bool = False) -> Type | None:
     """The common type of two branches/elements, None if incompatible. As cel-go's
     mostGeneral, a dyn or `any` side is the result itself (`c ? true : attr` with an
-    `any`-typed attribute is `any`); a free type parameter joins as dyn."""
+    `any`-typed attribute is `any`). A free type parameter (of `[]`, `{}`,
+    `optional.none()`) is bound by the other side, as cel-go's unification binds it:
+    `[[], [1]]` is a list(list(int)), `[optional.none(), optional.of(1)]` a
+    list(optional_type(int)).
+
+    Two type values always join (cel-go assigns any type value to any other): a list
+    literal keeps the first one's type, a conditional (`conditional`) the second's, as
+    cel-go's unification and element joining each pick their most general type."""
+    if a.free:
+        return b
+    if b.free:
+        return a
     if a == b:
         return a
     if is_dyn(a) or is_dyn(b):
         return next((t for t in (a, b) if is_dyn(t) and not t.free), DYN)
+    if NULL in (a, b):
+        # cel-go keeps the legacy nullness rule: null goes with message and opaque types
+        # only (optionals, quantities, ...), and the first side's type is the result.
+        other = b if a == NULL else a
+        return a if other.name in _NULLABLE else None
+    if a.name == b.name == "type":
+        return b if conditional else a
     if a.name == b.name and len(a.params) == len(b.params):
-        parts = [join(p, q) for p, q in zip(a.params, b.params, strict=True)]
+        pairs = zip(a.params, b.params, strict=True)
+        parts = [join(p, q, conditional=conditional) for p, q in pairs]
         if all(p is not None for p in parts):
             return Type(a.name, tuple(p for p in parts if p is not None))
-    if NULL in (a, b):
-        return DYN
     return None
+
+
+_NULLABLE = frozenset({"optional_type", "kubernetes.Quantity", "kubernetes.Semver", "net.IP",
+                       "net.CIDR", "kubernetes.URL", "kubernetes.NamedFormat",
+                       "kubernetes.DRADevice"})  # fmt: skip
 
 
 def equivalent(a: Type | None, b: Type | None) -> bool:
