@@ -34,6 +34,7 @@ from kubedra.scheduler.explain import (
 from kubedra.scheduler.funnels import format_funnel
 from kubedra.scheduler.policies import POLICIES, make_policy
 from kubedra.scheduler.scheduler import SCHEDULER_NAMES, Scheduler
+from kubedra.scheduler.sharing import scheduler_of
 from kubedra.scheduler.view import ClusterView
 
 POLICY_CHOICE = click.Choice(sorted(POLICIES))
@@ -87,7 +88,8 @@ def explain(settings: Settings, kind: str, name: str, namespace: str, output: st
         if pod.spec.node_name:
             _explain_bound(store, pod, settings.strict, output)
             return
-        scheduler = Scheduler(store, strict_cel=settings.strict)
+        names = _names(store, pod)
+        scheduler = Scheduler(store, strict_cel=settings.strict, scheduler_names=names)
         head = f"pod {namespace}/{name}", "pending"
         groups = explain_claims(scheduler, pod_claims(scheduler, pod), pod)
     else:
@@ -101,6 +103,14 @@ def explain(settings: Settings, kind: str, name: str, namespace: str, output: st
         return
     click.echo(f"{head[0]}: {head[1]}")
     sys.stdout.write(format_groups(groups))
+
+
+def _names(store: Store, pod: Pod) -> tuple[str, ...]:
+    """The scheduler a pending pod waits for: on a cluster the one it names (kube-scheduler's
+    pods are another scheduler's there); on the embedded store kubedra, whatever it names."""
+    if isinstance(store, KubeStore):
+        return (scheduler_of(pod),)
+    return SCHEDULER_NAMES
 
 
 def explanation_json(subject: str, state: str, groups: list[NodeGroup]) -> dict[str, Any]:

@@ -45,10 +45,16 @@ def explain_claims(
     scheduler.refresh()
     usage = scheduler.node_usage()
     holders = holders_of(scheduler.store.list(ResourceClaim, None))
+    # The scheduler leaves nodes alone where another one allocates devices: say so, as a
+    # blocker of those nodes, rather than "fits" where it will not place the pod.
+    shared = scheduler.shared_nodes() if pod is not None and scheduler.others.refuse else {}
     groups: dict[tuple[object, ...], list[str]] = {}
     info: dict[tuple[object, ...], NodeGroup] = {}
     for node in scheduler.nodes():
-        group = _outcome(scheduler, claims, pod, node, usage.get(node.name, {}), holders)
+        if node.name in shared:
+            group = _shared(scheduler, shared[node.name])
+        else:
+            group = _outcome(scheduler, claims, pod, node, usage.get(node.name, {}), holders)
         key = (
             group.fits,
             group.summary,
@@ -63,6 +69,16 @@ def explain_claims(
         for g in [info[k]]
     ]
     return sorted(out, key=lambda g: (not g.fits, -len(g.nodes), g.nodes))
+
+
+def _shared(scheduler: Scheduler, other: str) -> NodeGroup:
+    mine = "/".join(scheduler.names)
+    detail = (
+        f"{other} allocates devices on this node: {mine} leaves it alone (two schedulers "
+        "could pick the same device; give it nodes of its own, or --shared-nodes=warn)"
+    )
+    blocker = Blocker("node", "", "", 0, 1, detail, f"shared with {other}")
+    return NodeGroup((), False, f"node shared with {other}", blockers=(blocker,))
 
 
 def _outcome(
