@@ -7,7 +7,10 @@ Each candidate runs in its own interpreter (one with the stack installed) and se
 the dashboard serves most: a cached view's JSON (GET, keep-alive) and a server-sent-events
 stream. `wrk` (Debian's package) loads it from loopback. Reported per stack: requests/s and
 latency for a 30 kB and a 1 MB body, the time to first SSE event, the import time (median of
-7 fresh interpreters), the distributions it adds and their installed size.
+7 fresh interpreters), the distributions it adds and their installed size. Throughput only:
+the choice of aiohttp was made on the hostile cases as well (timeouts, backlog, body
+handling, bounded caches, HEAD, shutdown, 200 streams; docs/decisions.md, "Web UI"), each
+kept as a test in tests/web/test_hardening.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Browser fixtures: Debian's Chromium driven by Playwright, a `kubedra ui` to point it at.
+"""Fixtures: a `Server` on a real store in this process; Debian's Chromium driven by
+Playwright and a `kubedra ui` subprocess to point it at.
 
 Every page the tests open collects the browser's console errors and uncaught exceptions;
 a test that saw one fails. Screenshots go to $KUBEDRA_ARTIFACTS (default
@@ -19,9 +20,34 @@ from typing import Any
 
 import pytest
 
+from kubedra.cluster import SqliteStore
+from kubedra.web.api import App
+from kubedra.web.mirror import Mirror
+from kubedra.web.server import Server
+from tests.scheduler.cluster import gpu_node, new_store
 from tests.web.browser import launch, missing
 
 ARTIFACTS = Path(os.environ.get("KUBEDRA_ARTIFACTS", "/tmp/kubedra-artifacts")) / "web"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteStore:
+    store = new_store(tmp_path)
+    gpu_node(store, "n1", gpus=4)
+    return store
+
+
+@pytest.fixture
+def server(store: SqliteStore, tmp_path: Path) -> Iterator[Server]:
+    figures = tmp_path / "figures"
+    figures.mkdir()
+    (figures / "run-allocation.png").write_bytes(b"\x89PNG fake")
+    (tmp_path / "secret.png").write_bytes(b"TOP-SECRET-BYTES")
+    mirror = Mirror(store, idle=0.2).start()
+    running = Server(App(mirror, backend="test", figures_dir=figures), port=0).start()
+    yield running
+    running.stop()
+    mirror.stop()
 
 
 class UiProcess:

@@ -46,6 +46,31 @@ def test_ui_stops_cleanly_on_either_signal(
     assert ui.process.stderr is not None and "Traceback" not in ui.process.stderr.read()
 
 
+def test_hostile_clients_leave_no_traceback_on_stderr(tmp_path: Path) -> None:
+    """Half-sent requests whose clients leave, a `*` target, an over-long URL, too many
+    headers: each is answered or dropped quietly (the stdlib's server printed a traceback
+    per client that left), and the UI still serves and stops cleanly."""
+    store = tmp_path / "state.db"
+    assert kubedra("--store", str(store), "cluster", "create", "--node-profile", "l4x4=1").returncode == 0
+    ui = UiProcess("--store", str(store))
+    address = ui.url.removeprefix("http://").rstrip("/")
+    host, port = address.rsplit(":", 1)
+    hostile = [
+        f"GET /api/status HTTP/1.1\r\nHost: {address}\r\nX-Slow: ",
+        f"GET * HTTP/1.1\r\nHost: {address}\r\n\r\n",
+        f"GET /api/status?{'a' * 100_000} HTTP/1.1\r\nHost: {address}\r\n\r\n",
+        "GET /api/status HTTP/1.1\r\n" + "".join(f"X-{i}: v\r\n" for i in range(2000)) + "\r\n",
+    ]
+    for text in hostile * 50:
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            s.sendall(text.encode())
+    with urllib.request.urlopen(ui.url + "api/status", timeout=10) as answer:
+        assert json.load(answer)["readOnly"] is True
+    ui.process.send_signal(signal.SIGTERM)
+    assert ui.wait(20) == 0
+    assert ui.process.stderr is not None and "Traceback" not in ui.process.stderr.read()
+
+
 def test_bad_backend_options_fail_with_one_line(tmp_path: Path) -> None:
     both = kubedra("--store", str(tmp_path / "s.db"), "--kubeconfig", str(tmp_path / "k"), "ui")
     assert both.returncode == 1 and both.stderr.startswith("error: --store names the embedded store")
@@ -55,10 +80,12 @@ def test_bad_backend_options_fail_with_one_line(tmp_path: Path) -> None:
 
 
 def test_a_busy_port_fails_with_one_line(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"  # only commands that make a store make one; ui opens it first
+    assert kubedra("--store", str(store), "cluster", "create", "--node-profile", "l4x4=1").returncode == 0
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        run = kubedra("--store", str(tmp_path / "s.db"), "ui", "--port", str(port))
+        run = kubedra("--store", str(store), "ui", "--port", str(port))
     assert run.returncode == 1
     assert run.stderr == f"error: cannot listen on 127.0.0.1:{port}: Address already in use\n"

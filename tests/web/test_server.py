@@ -9,36 +9,14 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubedra.cluster import SqliteStore
-from kubedra.web.api import ROUTES, App
-from kubedra.web.mirror import Mirror
+from kubedra.web.api import ROUTES
 from kubedra.web.server import Server
-from tests.scheduler.cluster import gpu_node, gpu_pod, gpu_template, new_store
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> SqliteStore:
-    store = new_store(tmp_path)
-    gpu_node(store, "n1", gpus=4)
-    return store
-
-
-@pytest.fixture
-def server(store: SqliteStore, tmp_path: Path) -> Iterator[Server]:
-    figures = tmp_path / "figures"
-    figures.mkdir()
-    (figures / "run-allocation.png").write_bytes(b"\x89PNG fake")
-    (tmp_path / "secret.png").write_bytes(b"TOP-SECRET-BYTES")
-    mirror = Mirror(store, idle=0.2).start()
-    running = Server(App(mirror, backend="test", figures_dir=figures), port=0).start()
-    yield running
-    running.stop()
-    mirror.stop()
+from tests.scheduler.cluster import gpu_node, gpu_pod, gpu_template
 
 
 def request(server: Server, path: str, method: str = "GET", host: str | None = None) -> tuple[int, dict[str, str], bytes]:
@@ -114,8 +92,9 @@ def test_errors_are_json_with_a_message(server: Server, path: str, status: int) 
 def test_it_is_read_only(server: Server, store: SqliteStore) -> None:
     before = store.resource_version()
     for method in ("POST", "PUT", "PATCH", "DELETE"):
-        status, _, body = request(server, "/api/claims", method)
+        status, headers, body = request(server, "/api/claims", method)
         assert status == 405 and json.loads(body) == {"error": "the web UI is read-only"}
+        assert headers["Allow"] == "GET, HEAD"
     assert store.resource_version() == before
 
 

@@ -3,8 +3,9 @@
 Independent of the HTTP server: `App.get(path, query)` answers a GET with a `Response`.
 Every JSON view is computed from the mirror's current snapshot, once per version (the
 cache is dropped when the cluster changes), one view at a time: two browsers asking for
-the fleet of a 1,000-node cluster cost one computation. `ROUTES` documents the API (it is
-also served at /api).
+the fleet of a 1,000-node cluster cost one computation. A view reads only the parameters
+`PARAMETERS` gives it; the cache is keyed by those, normalised, and bounded (`cache`).
+`ROUTES` documents the API (it is also served at /api).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import msgspec
 
 from kubedra.api.core import Pod
 from kubedra.errors import KubedraError, NotFound
+from kubedra.web.cache import ResponseCache
 from kubedra.web.facts import Facts
 from kubedra.web.fleet import fleet_view
 from kubedra.web.fragmentation import History, figures, measure
@@ -36,6 +38,18 @@ STATIC = {
     "app.css": "text/css; charset=utf-8",
 }
 _FIGURE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.png$")
+MAX_LIMIT = 1000  # pending pods explained in one answer (each runs the allocator per node)
+_LIMIT = re.compile(r"[0-9]{1,4}")
+
+# view -> the query parameters it reads; any other is ignored, and an empty one is absent
+PARAMETERS: dict[str, tuple[str, ...]] = {
+    "status": (),
+    "fleet": ("class", "pod"),
+    "claims": ("namespace", "status"),
+    "pods": ("namespace", "status"),
+    "pending": ("limit",),
+    "fragmentation": (),
+}
 
 # path pattern -> what it returns (the documentation served at /api, and in the README)
 ROUTES = {
@@ -88,8 +102,7 @@ class App:
         self.figures_dir = figures_dir
         self.history = History(lambda: measure(self.facts()), interval=history_interval)
         self._facts: Facts | None = None
-        self._cache: dict[tuple[str, ...], Response] = {}
-        self._cached_version = -1
+        self.cache: ResponseCache[Response] = ResponseCache()
         self._lock = threading.Lock()
         self._views: dict[str, Callable[[list[str], Mapping[str, str]], Any]] = {
             "status": self._status,
@@ -118,6 +131,8 @@ class App:
     def get(self, path: str, query: Mapping[str, str]) -> Response:
         """Answer a GET of `path` (as sent: each segment is percent-decoded on its own, so
         an object name may hold any character, a slash included)."""
+        if not path.startswith("/"):  # `*` or an absolute URL: not a page of this server
+            return error(400, f"not a path: {path[:100]!r}")
         parts = [unquote(p) for p in path.split("/")[1:]]
         if parts in ([""], ["index.html"]):
             return _static("index.html")
@@ -141,22 +156,23 @@ class App:
         args: list[str],
         query: Mapping[str, str],
     ) -> Response:
+        try:
+            params = _normalised(name, query)
+        except ValueError as err:
+            return error(400, str(err))
+        key = (name, *args, "?", *(f"{k}={v}" for k, v in params.items()))
         with self._lock:
             version = self.mirror.version
-            if version != self._cached_version:
-                self._cache.clear()
-                self._cached_version = version
-            key = (name, *args, *sorted(f"{k}={v}" for k, v in query.items()))
-            cached = self._cache.get(key)
+            cached = self.cache.get(version, key)
             if cached is not None:
                 return cached
             try:
-                response = json_response(view(args, query))
+                response = json_response(view(args, params))
             except NotFound as err:
                 return error(404, str(err))
             except (KubedraError, ValueError) as err:
                 return error(400, str(err))
-            self._cache[key] = response
+            self.cache.put(version, key, response)
             return response
 
     # --- views with arguments -------------------------------------------------------------
@@ -189,10 +205,7 @@ class App:
         if len(args) == 2:
             return explain_pod(facts, facts.scheduler.store.get(Pod, args[1], args[0]))
         _no_args(args)
-        limit = query.get("limit", str(DEFAULT_LIMIT))
-        if not limit.isdigit():
-            raise ValueError(f"limit={limit!r}: expected a number of pods")
-        return pending_view(facts, int(limit))
+        return pending_view(facts, int(query.get("limit", DEFAULT_LIMIT)))
 
     def _fragmentation(self, args: list[str], query: Mapping[str, str]) -> dict[str, Any]:
         _no_args(args)
@@ -207,6 +220,19 @@ class App:
         if folder is None or not _FIGURE_NAME.match(name) or not (folder / name).is_file():
             return error(404, f"no such figure: {name}")
         return Response(200, "image/png", (folder / name).read_bytes())
+
+
+def _normalised(view: str, query: Mapping[str, str]) -> dict[str, str]:
+    """The parameters `view` reads, sorted, empty ones dropped, `limit` checked and in its
+    canonical form (`025` is `25`): what the answer depends on, hence the cache key."""
+    params = {k: query[k] for k in sorted(PARAMETERS[view]) if query.get(k)}
+    if "limit" in params:
+        limit = params["limit"]
+        if not _LIMIT.fullmatch(limit) or int(limit) > MAX_LIMIT:
+            shown = limit if len(limit) <= 20 else limit[:20] + "..."
+            raise ValueError(f"limit={shown!r}: expected a number of pods from 0 to {MAX_LIMIT}")
+        params["limit"] = str(int(limit))
+    return params
 
 
 def _no_args(args: list[str]) -> None:

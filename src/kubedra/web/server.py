@@ -1,28 +1,45 @@
-"""The HTTP server: the stdlib's threading server, GET only, with server-sent events.
+"""The HTTP server: aiohttp's low-level server, GET and HEAD only, with server-sent events.
 
-Chosen by measurement (docs/decisions.md): it serves a cached view as fast as aiohttp and
-faster than uvicorn + Starlette here, imports in a third of their time and adds no
-dependency. One thread per connection suits a dashboard: a few viewers, each with one
-event stream. Safe by default: it binds to loopback, answers GET and HEAD only (the UI is
-read-only), refuses a Host header that is not the address it serves (a DNS-rebinding page
-cannot read it), and sends a strict Content-Security-Policy (no inline script, nothing
-from elsewhere) so a hostile object name cannot run as script even if it reached the page.
+Chosen by measurement (docs/decisions.md): attacked from the same machine, the stdlib's
+server parsed a refused request's body as the next request, dropped connections past a
+backlog of 5, held a thread per half-sent request forever and printed a traceback for each
+when it left, and closed on a `*` target without an answer. aiohttp holds those cases by
+configuration: the backlog is ours to set, an idle timeout runs from the connection's first
+byte (a request whose headers never end is closed), the request line and headers have
+limits, parse errors get a 400, there is no thread per connection (200 event streams are
+200 coroutines), and its shutdown waits for the views in flight. What stays ours: a refused
+request closes its connection, HEAD on the stream sends headers only, the streams end at
+`stop`.
+
+It runs on an event loop of its own thread, so callers (`kubedra ui`, tests, benchmarks)
+keep a blocking `start`/`stop`. Views are blocking code (`App.get`, which computes a view
+under a lock) and run in a small thread pool; event streams wait on the loop, woken by one
+thread that follows the mirror. Safe by default: it binds to loopback, answers GET and HEAD
+only (the UI is read-only) and closes the connection of any refused request, refuses a
+Host header that is not the address it serves (a DNS-rebinding page cannot read it), and
+sends a strict Content-Security-Policy (no inline script, nothing from elsewhere) so a
+hostile object name cannot run as script even if it reached the page.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import logging
+import socket
 import threading
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
 import msgspec
+from aiohttp import hdrs, web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from kubedra.web.api import App, Response, error
+from kubedra.web.mirror import Mirror
 
 log = logging.getLogger(__name__)
 
@@ -36,26 +53,40 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 KEEPALIVE = 15.0  # seconds between SSE comments on a quiet stream (proxies drop idle ones)
+IDLE_TIMEOUT = 15.0  # seconds a connection may wait for a whole request (first or next)
+BACKLOG = 1024  # connections the kernel queues before they are accepted (tabs reconnecting)
+SHUTDOWN_TIMEOUT = 5.0  # seconds `stop` waits for the views in flight
+VIEW_THREADS = 4  # views compute one at a time (App's lock); static files need no lock
+READ_ONLY = ("GET", "HEAD")
 
 
 class Server:
     """`kubedra ui`'s server: `App` over HTTP, the history sampled in the background."""
 
     def __init__(
-        self, app: App, host: str = "127.0.0.1", port: int = 8080, min_interval: float = 1.0
+        self,
+        app: App,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        min_interval: float = 1.0,
+        idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
         self.app = app
         self.min_interval = min_interval  # at most one change event a second per stream
-        self.httpd = ThreadingHTTPServer((host, port), _handler(self))
-        self.httpd.daemon_threads = True
         self.stopping = threading.Event()
+        self.idle_timeout = idle_timeout
+        self._socket = _listen(host, port)  # OSError here: the port is taken or not ours
+        self._loop = asyncio.new_event_loop()
+        self._pool = ThreadPoolExecutor(VIEW_THREADS, thread_name_prefix="ui-view")
+        self._changes = _Changes(app.mirror, self._loop)
+        self._runner: web.ServerRunner | None = None
         self._threads: list[threading.Thread] = []
 
     @property
     def bound(self) -> tuple[str, int]:
         """The address and port listened on (the port the system chose for port 0)."""
-        host, port = self.httpd.server_address[:2]
-        return (host if isinstance(host, str) else bytes(host).decode()), int(port)
+        host, port = self._socket.getsockname()[:2]
+        return str(host), int(port)
 
     @property
     def url(self) -> str:
@@ -73,18 +104,52 @@ class Server:
         return names | {f"{n}:{port}" for n in names}
 
     def start(self) -> Server:
-        for target in (self.httpd.serve_forever, self._sample):
-            thread = threading.Thread(target=target, daemon=True, name=f"ui-{target.__name__}")
-            thread.start()
-            self._threads.append(thread)
+        """Serve from a thread of its own: the loop never runs in the caller's thread,
+        which may have a loop of its own (Playwright's sync API in the browser tests)."""
+        self._spawn(self._loop.run_forever, "ui-loop")
+        ready = asyncio.run_coroutine_threadsafe(self._setup(), self._loop)
+        self._runner = ready.result(timeout=10)
+        self._spawn(self._changes.follow, "ui-changes")
+        self._spawn(self._sample, "ui-sample")
         return self
 
     def stop(self) -> None:
+        """End the event streams, stop listening, let the views in flight finish (at most
+        SHUTDOWN_TIMEOUT), close every connection, then the loop and the threads. Once."""
+        if self._loop.is_closed():
+            return
         self.stopping.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        if self._runner is not None and self._loop.is_running():
+            done = asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
+            done.result(timeout=SHUTDOWN_TIMEOUT + 5)
+        self._loop.call_soon_threadsafe(self._loop.stop)
         for thread in self._threads:
             thread.join(timeout=5)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._loop.close()
+        self._socket.close()
+
+    def _spawn(self, target: Callable[[], object], name: str) -> None:
+        thread = threading.Thread(target=target, daemon=True, name=name)
+        thread.start()
+        self._threads.append(thread)
+
+    async def _setup(self) -> web.ServerRunner:
+        server = web.Server(
+            self._handle,
+            keepalive_timeout=self.idle_timeout,  # also runs from the connection's first byte
+            access_log=None,
+            logger=_HTTP_LOG,
+        )
+        runner = web.ServerRunner(server, shutdown_timeout=SHUTDOWN_TIMEOUT)
+        await runner.setup()
+        await web.SockSite(runner, self._socket, backlog=BACKLOG).start()
+        return runner
+
+    async def _shutdown(self) -> None:
+        self._changes.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
 
     def _sample(self) -> None:
         """Record fragmentation history whenever the cluster changes, at most every
@@ -101,6 +166,137 @@ class Server:
             seen = version
             self.stopping.wait(self.app.history.interval)
 
+    # --- requests (on the loop) -----------------------------------------------------------
+
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        refused = self._refusal(request)
+        if refused is not None:
+            return refused
+        path, _, query = request.raw_path.partition("?")
+        if path == "/api/events":
+            return await self._events(request)
+        answer = await self._loop.run_in_executor(
+            self._pool, self.app.get, path, dict(parse_qsl(query))
+        )
+        return _reply(answer)
+
+    def _refusal(self, request: web.BaseRequest) -> web.Response | None:
+        """The answer to a request this server does not serve, or None. A refused
+        request's connection is closed after the answer: its body is never read, so it
+        cannot be taken for the next request."""
+        host = request.headers.get(hdrs.HOST, "")
+        if host not in self.allowed_hosts:
+            refused = _reply(error(HTTPStatus.MISDIRECTED_REQUEST, f"unexpected Host {host!r}"))
+        elif request.method not in READ_ONLY:
+            refused = _reply(error(HTTPStatus.METHOD_NOT_ALLOWED, "the web UI is read-only"))
+            refused.headers[hdrs.ALLOW] = ", ".join(READ_ONLY)
+        else:
+            return None
+        refused.force_close()
+        return refused
+
+    async def _events(self, request: web.BaseRequest) -> web.StreamResponse:
+        """`change` events as the cluster changes, coalesced to one per min_interval (HEAD:
+        the headers alone)."""
+        headers = {hdrs.CONTENT_TYPE: "text/event-stream", **SECURITY_HEADERS}
+        if request.method == "HEAD":
+            return web.Response(headers=headers)
+        stream = web.StreamResponse(headers=headers)
+        await stream.prepare(request)
+        changes, sent_at = self._changes, 0.0
+        seen = changes.version
+        with contextlib.suppress(ConnectionError):  # the page went away
+            await _event(stream, "hello", {"version": seen})
+            while not changes.closed:
+                version = await changes.wait(seen, KEEPALIVE)
+                if changes.closed:
+                    break
+                if version == seen:
+                    await stream.write(b": keep-alive\n\n")
+                    continue
+                if await changes.closed_within(sent_at + self.min_interval - self._loop.time()):
+                    break
+                seen = changes.version  # everything that arrived during the pause
+                await _event(stream, "change", {"version": seen})
+                sent_at = self._loop.time()
+        return stream
+
+
+class _Changes:
+    """The mirror's version for the event streams: one thread waits on the mirror (a
+    blocking condition) and wakes every stream on the loop, instead of a thread each."""
+
+    def __init__(self, mirror: Mirror, loop: asyncio.AbstractEventLoop) -> None:
+        self.mirror = mirror
+        self.loop = loop
+        self.version = mirror.version
+        self.closed = False
+        self._changed = asyncio.Event()
+        self._closed = asyncio.Event()
+
+    def follow(self) -> None:
+        """Publish each new version on the loop until `close` (or the mirror stops)."""
+        seen = self.version
+        while not self.closed and not self.mirror.stopped:
+            version = self.mirror.wait(seen, timeout=0.25)  # how soon `stop` is noticed
+            if version != seen:
+                seen = version
+                self.loop.call_soon_threadsafe(self._publish, version)
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
+            self.loop.call_soon_threadsafe(self.close)
+
+    def close(self) -> None:
+        """Every stream ends (on the loop)."""
+        self.closed = True
+        self._closed.set()
+        self._changed.set()
+
+    async def wait(self, seen: int, timeout: float) -> int:
+        """The version once it is past `seen`, or after `timeout` seconds, or at close."""
+        if self.version == seen and not self.closed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
+        return self.version
+
+    async def closed_within(self, seconds: float) -> bool:
+        """Sleep `seconds` unless closed meanwhile; whether it is closed."""
+        if seconds > 0 and not self.closed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closed.wait(), seconds)
+        return self.closed
+
+    def _publish(self, version: int) -> None:
+        self.version = version
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+
+class _ClientErrors(logging.Filter):
+    """aiohttp logs each malformed request it has answered with a 400 as an error with a
+    traceback: the client's mistake, already answered, is not worth a traceback on stderr.
+    Anything else it logs (an exception in a view) still goes through."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        failure = record.exc_info[1] if record.exc_info else None
+        return not isinstance(failure, HttpProcessingError)
+
+
+_HTTP_LOG = logging.getLogger(f"{__name__}.http")
+_HTTP_LOG.addFilter(_ClientErrors())
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket (not `socket.create_server`: its errors repeat the address)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
 
 def _is_loopback(host: str) -> bool:
     try:
@@ -109,78 +305,11 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # headers and body leave at once (no 40 ms stall)
-        server_version = "kubedra-ui"
+def _reply(response: Response) -> web.Response:
+    headers = {hdrs.CONTENT_TYPE: response.content_type, **SECURITY_HEADERS, **response.headers}
+    return web.Response(status=response.status, body=response.body, headers=headers)
 
-        def log_message(self, format: str, *args: object) -> None:
-            log.debug("%s " + format, self.address_string(), *args)
 
-        def do_GET(self) -> None:
-            self._answer(send_body=True)
-
-        def do_HEAD(self) -> None:
-            self._answer(send_body=False)
-
-        def _refuse(self) -> None:
-            self._send(error(HTTPStatus.METHOD_NOT_ALLOWED, "the web UI is read-only"), True)
-
-        do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
-
-        def _answer(self, send_body: bool) -> None:
-            host = self.headers.get("Host", "")
-            if host not in server.allowed_hosts:
-                self._send(error(HTTPStatus.MISDIRECTED_REQUEST, f"unexpected Host {host!r}"))
-                return
-            url = urlsplit(self.path)
-            query = dict(parse_qsl(url.query))
-            if url.path == "/api/events":
-                self._events()
-                return
-            self._send(server.app.get(url.path, query), send_body)
-
-        def _send(self, response: Response, send_body: bool = True) -> None:
-            self.send_response(response.status)
-            self.send_header("Content-Type", response.content_type)
-            self.send_header("Content-Length", str(len(response.body)))
-            for name, value in {**SECURITY_HEADERS, **response.headers}.items():
-                self.send_header(name, value)
-            self.end_headers()
-            if send_body:
-                self.wfile.write(response.body)
-
-        def _events(self) -> None:
-            """`change` events as the cluster changes, coalesced to one per min_interval."""
-            self.send_response(HTTPStatus.OK)
-            self.send_header("Content-Type", "text/event-stream")
-            for name, value in SECURITY_HEADERS.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.close_connection = True
-            mirror, sent_at = server.app.mirror, 0.0
-            seen = mirror.version
-            try:
-                self._event("hello", {"version": seen})
-                while not server.stopping.is_set() and not mirror.stopped:
-                    version = mirror.wait(seen, KEEPALIVE)
-                    if version == seen:
-                        self.wfile.write(b": keep-alive\n\n")
-                        self.wfile.flush()
-                        continue
-                    pause = sent_at + server.min_interval - time.monotonic()
-                    if pause > 0 and server.stopping.wait(pause):
-                        return
-                    seen = mirror.version  # everything that arrived during the pause
-                    self._event("change", {"version": seen})
-                    sent_at = time.monotonic()
-            except (BrokenPipeError, ConnectionResetError):
-                return  # the page went away
-
-        def _event(self, name: str, data: Mapping[str, object]) -> None:
-            payload = msgspec.json.encode(data)
-            self.wfile.write(b"event: %s\ndata: %s\n\n" % (name.encode(), payload))
-            self.wfile.flush()
-
-    return Handler
+async def _event(stream: web.StreamResponse, name: str, data: Mapping[str, object]) -> None:
+    payload = msgspec.json.encode(data)
+    await stream.write(b"event: %s\ndata: %s\n\n" % (name.encode(), payload))
