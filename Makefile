@@ -73,3 +73,10 @@ bench-quick: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .kubedra .pytest_cache .mypy_cache .ruff_cache
+
+# kubedra's own image as an OCI archive, built with no registry and no container engine
+# (Debian bookworm packages and PyPI wheels, cached in ~/.cache/kubedra/images): load it on a
+# node with `ctr -n k8s.io images import dist/kubedra-image.tar` (localhost/kubedra:VERSION).
+.PHONY: image
+image: $(STAMP)
+	$(BIN)/python -m kubedra.devcluster.images kubedra --out dist/kubedra-image.tar

@@ -22,7 +22,9 @@ from kubedra.devcluster.binaries import binaries
 from tests.conftest import REPO
 
 NOT_RUN = {"make test": "this test is part of `make test`"}
-REAL_CLUSTER = "kubedra dev-cluster up"  # a block starting one needs upstream's binaries
+# A block starting a dev cluster needs upstream's binaries: tests/e2e/test_readme_cluster.py
+# runs those, in `make e2e`.
+REAL_CLUSTER = "kubedra dev-cluster up"
 # A block for the reader's own cluster (their kubeconfig, helm) cannot run here; it is
 # checked for shell syntax only.
 YOUR_CLUSTER = ("~/.kube/config", "helm install")
@@ -70,7 +72,8 @@ def clone(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     root.mkdir()
     for name in ("Makefile", "pyproject.toml"):
         shutil.copy2(REPO / name, root / name)
-    shutil.copytree(REPO / "examples", root / "examples")
+    for folder in ("examples", "deploy"):
+        shutil.copytree(REPO / folder, root / folder)
     (root / ".venv").symlink_to(sys.prefix)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBEDRA_", "KUBECONFIG"))}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -115,19 +118,6 @@ def test_readme_blocks_for_your_cluster_are_valid_shell() -> None:
         run = subprocess.run(["bash", "-n", "-c", block.script], capture_output=True, text=True,
                              check=False)
         assert run.returncode == 0, f"README.md:{block.line}: {run.stderr}"
-
-
-def test_readme_real_cluster_block(clone: tuple[Path, dict[str, str]]) -> None:
-    if not binaries().complete():
-        pytest.skip(f"upstream's control-plane binaries are not built ({binaries().folder}): "
-                    "`kubedra dev-cluster build` or `make controlplane`")
-    root, env = clone
-    (block,) = [b for b in readme_blocks((REPO / "README.md").read_text()) if REAL_CLUSTER in b.script]
-    try:
-        run_block(block, root, env)
-    finally:
-        subprocess.run([sys.executable, "-m", "kubedra", "dev-cluster", "down"], env=env,
-                       capture_output=True, timeout=120, check=False)
 
 
 @pytest.mark.parametrize(("expected", "actual", "ok"), [

@@ -9,6 +9,7 @@ import click
 import msgspec
 import yaml
 
+from kubedra.api.core import Node
 from kubedra.catalog import PROFILES, profile
 from kubedra.cli.complete import profile_counts
 from kubedra.cli.context import Settings, fails_cleanly
@@ -16,6 +17,7 @@ from kubedra.cli.output import table
 from kubedra.cluster import SqliteStore
 from kubedra.cluster.store import Store, atomic
 from kubedra.cluster.verify import stamp_path
+from kubedra.errors import AlreadyExists
 
 NODE_PROFILES = click.option(
     "--node-profile",
@@ -32,10 +34,13 @@ def cluster() -> None:
     """Create simulated nodes (on the embedded store or a real cluster), or reset the store."""
 
 
-def create_nodes(store: Store, counts: list[tuple[str, int]]) -> list[str]:
+def create_nodes(
+    store: Store, counts: list[tuple[str, int]], existing_ok: bool = False
+) -> list[str]:
     """Nodes `<profile>-<i>` with their slices published by the simulated drivers. On a
     real cluster they are kubelet-less Nodes: their status (Ready, allocatable) is written
-    through the status subresource, as a kubelet would, since create ignores status."""
+    through the status subresource, as a kubelet would, since create ignores status.
+    `existing_ok`: a node already there is kept (a dev cluster started again)."""
     from kubedra.driver.publisher import publish
 
     names = []
@@ -45,7 +50,12 @@ def create_nodes(store: Store, counts: list[tuple[str, int]]) -> list[str]:
             for i in range(count):
                 node = f"{prof.name}-{i}"
                 wanted = prof.node(node)
-                created = store.create(wanted)
+                try:
+                    created = store.create(wanted)
+                except AlreadyExists:
+                    if not existing_ok:
+                        raise
+                    created = store.get(Node, node)
                 if created.status != wanted.status:
                     store.update_status(msgspec.structs.replace(created, status=wanted.status))
                 for inventory in prof.inventories(node):

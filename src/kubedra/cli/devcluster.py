@@ -11,7 +11,10 @@ import click
 from kubedra.cli.cluster import NODE_PROFILES, create_nodes, parse_counts
 from kubedra.cli.context import fails_cleanly
 from kubedra.devcluster import binaries as bins
+from kubedra.devcluster.gotool import HELM, node_binaries
 from kubedra.devcluster.harness import DevCluster, State, default_folder, plain_nodes
+from kubedra.devcluster.node import RealNode
+from kubedra.devcluster.pki import REAL_NODE
 
 _DIR = click.option(
     "--dir",
@@ -34,8 +37,11 @@ def dev_cluster() -> None:
 @click.option("--force", is_flag=True, help="Rebuild even if the cache has the binaries.")
 @fails_cleanly
 def build(force: bool) -> None:
-    """Build the pinned upstream binaries into the cache (once per machine; needs Go)."""
+    """Build the pinned upstream binaries into the cache (once per machine; needs Go): the
+    control plane, the real node's kubelet and containerd, and helm."""
     found = bins.build(sys.stderr, force=force)
+    node_binaries(sys.stderr)
+    HELM.build(sys.stderr)
     click.echo(str(found.folder))
 
 
@@ -45,6 +51,12 @@ def build(force: bool) -> None:
 @click.option("--nodes", default=1, show_default=True, help="Plain kubelet-less CPU nodes.")
 @NODE_PROFILES
 @click.option("--feature-gates", default="", help="Passed to every component, e.g. A=true,B=false.")
+@click.option(
+    "--real-node",
+    is_flag=True,
+    help="Also one real node (upstream's kubelet, containerd, runc; needs root), on which "
+    "pods run; implies --kube-scheduler.",
+)
 @fails_cleanly
 def up(
     folder: Path | None,
@@ -52,6 +64,7 @@ def up(
     nodes: int,
     node_profiles: tuple[str, ...],
     feature_gates: str,
+    real_node: bool,
 ) -> None:
     """Start a cluster in the background; the last line printed is its kubeconfig."""
     cluster = DevCluster(
@@ -59,16 +72,26 @@ def up(
         kube_scheduler=kube_scheduler,
         feature_gates=feature_gates,
         detach=True,
+        real_node=real_node,
     )
     if (cluster.folder / "cluster.json").exists():
         raise click.ClickException(
             f"a dev cluster already runs in {cluster.folder}: `kubedra dev-cluster down` first"
         )
     state = cluster.up()
-    store = cluster.store()
-    names = plain_nodes(store, nodes) + create_nodes(store, parse_counts(node_profiles))
+    try:
+        store = cluster.store()
+        counts = parse_counts(node_profiles)
+        names = plain_nodes(store, nodes, existing_ok=True)
+        names += create_nodes(store, counts, existing_ok=True)
+    except BaseException:
+        cluster.down()  # nothing may keep running behind a failed `up`
+        raise
+    ready = cluster.node_ready_seconds
+    real = f", real node {REAL_NODE} Ready in {ready:.1f} s" if ready is not None else ""
     click.echo(
-        f"dev-cluster: {state.server}, {len(names)} node(s), logs in {cluster.folder}/logs",
+        f"dev-cluster: {state.server}, {len(names)} simulated node(s){real}, logs in "
+        f"{cluster.folder}/logs",
         err=True,
     )
     click.echo(state.kubeconfig)
@@ -78,11 +101,14 @@ def up(
 @_DIR
 @fails_cleanly
 def env(folder: Path | None) -> None:
-    """Shell lines that point KUBECONFIG and PATH (the built kubectl) at the cluster:
-    eval "$(kubedra dev-cluster env)"."""
+    """Shell lines that point KUBECONFIG and PATH (the built kubectl, and helm once built)
+    at the cluster: eval "$(kubedra dev-cluster env)"."""
     state = State.load((folder or default_folder()).resolve())
     click.echo(f"export KUBECONFIG={shlex.quote(state.kubeconfig)}")
-    click.echo(f'export PATH={shlex.quote(state.bin)}:"$PATH"')
+    path = [state.bin]
+    if HELM.unavailable() is None and HELM.binary().exists():
+        path.append(str(HELM.binary().parent))
+    click.echo(f'export PATH={":".join(shlex.quote(p) for p in path)}:"$PATH"')
 
 
 @dev_cluster.command("down")
@@ -96,3 +122,15 @@ def down(folder: Path | None) -> None:
         return
     cluster.down()
     click.echo(f"dev-cluster: stopped ({cluster.folder})", err=True)
+
+
+@dev_cluster.command("load-image")
+@_DIR
+@click.argument("archive", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@fails_cleanly
+def load_image(folder: Path | None, archive: Path) -> None:
+    """Import an OCI image archive (`make image` writes dist/kubedra-image.tar) into the real
+    node's containerd, for pods with imagePullPolicy Never."""
+    cluster_folder = (folder or default_folder()).resolve()
+    output = RealNode(cluster_folder).load_image(archive.resolve())
+    click.echo(output.rstrip() or f"dev-cluster: {archive} imported")

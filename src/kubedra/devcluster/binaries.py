@@ -25,7 +25,13 @@ from kubedra.errors import KubedraError
 
 KUBERNETES_VERSION = "v1.37.2"
 ETCD_VERSION = "v3.7.3"
-KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+KUBE_COMMANDS = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "kubelet",  # the real node's (`dev-cluster up --real-node`)
+)
 GO_MIN = (1, 26)
 
 
@@ -127,12 +133,19 @@ def _go() -> str:
 
 
 def _go_build(
-    go: str, module: Path, packages: list[str], out_dir: Path, ldflags: str, out: TextIO
+    go: str,
+    module: Path,
+    packages: list[str],
+    out_dir: Path,
+    ldflags: str,
+    out: TextIO,
+    tags: str = "",
 ) -> None:
     out.write(f"go build {' '.join(packages)} ...\n")
     out.flush()
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly -buildvcs=false"}
     command = [go, "build", "-trimpath", "-pgo=off", "-ldflags", ldflags, "-o", f"{out_dir}/"]
+    command += ["-tags", tags] if tags else []
     done = subprocess.run(
         [*command, *packages], cwd=module, env=env, text=True, capture_output=True
     )

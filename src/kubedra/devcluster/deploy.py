@@ -31,7 +31,10 @@ def chart_dir() -> Path:
 
 
 def render(values: Sequence[str] = (), namespace: str = NAMESPACE) -> str:
-    """The chart's manifests with `values` (`KEY=VALUE`, helm's `--set`) over its defaults."""
+    """The chart's manifests with `values` (`KEY=VALUE`, helm's `--set`) over its defaults.
+    As plain manifests for `kubectl apply` they carry their Namespace (Helm would make it),
+    unless `values` say otherwise."""
+    values = ["namespace.create=true", *values]
     helm = HELM.build()
     with tempfile.TemporaryDirectory(prefix="kubedra-helm-") as home:
         env = {

@@ -28,13 +28,16 @@ class GoTool:
     package: str
     version: str  # the pinned upstream release it is built from (part of the cache key)
     ldflags: str = "-s -w"
+    tags: str = ""
+    # More commands of the same module, built beside it into the same folder.
+    companions: tuple[str, ...] = ()
 
     @property
     def module_dir(self) -> Path:
         return modules_dir().parent / self.module
 
     def key(self) -> str:
-        digest = hashlib.sha256(self.ldflags.encode())
+        digest = hashlib.sha256(f"{self.ldflags}\0{self.tags}\0{self.companions}".encode())
         for path in sorted(self.module_dir.iterdir()):
             if path.suffix in (".go", ".mod", ".sum"):
                 digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -50,7 +53,8 @@ class GoTool:
             return target
         go = _go()
         target.parent.mkdir(parents=True, exist_ok=True)
-        _go_build(go, self.module_dir, [self.package], target.parent, self.ldflags, out)
+        packages = [self.package, *self.companions]
+        _go_build(go, self.module_dir, packages, target.parent, self.ldflags, out, self.tags)
         if not os.access(target, os.X_OK):
             raise BinariesMissing(f"go build in {self.module_dir} did not produce {target}")
         return target
@@ -77,3 +81,22 @@ HELM = GoTool(
 
 # The kubelet's side of the DRA plugin protocol, from upstream's generated packages.
 KUBELET_CLIENT = GoTool("kubeletclient", "kubeletclient", ".", "kubelet-v0.37.2")
+
+CONTAINERD_VERSION = "v2.4.2"
+_CONTAINERD = "github.com/containerd/containerd/v2"
+# The real node's container runtime (CDI built in); runc is Debian's.
+CONTAINERD = GoTool(
+    "containerd",
+    "node/containerd",
+    f"{_CONTAINERD}/cmd/containerd",
+    CONTAINERD_VERSION,
+    ldflags=f"-s -w -X {_CONTAINERD}/version.Version={CONTAINERD_VERSION}",
+    tags="no_btrfs",  # btrfs' snapshotter needs C headers; the node uses overlayfs
+    companions=(f"{_CONTAINERD}/cmd/containerd-shim-runc-v2", f"{_CONTAINERD}/cmd/ctr"),
+)
+
+
+def node_binaries(out: TextIO = sys.stderr) -> dict[str, Path]:
+    """containerd, its runc shim and ctr, built first if the cache lacks them."""
+    folder = CONTAINERD.build(out).parent
+    return {name: folder / name for name in ("containerd", "containerd-shim-runc-v2", "ctr")}

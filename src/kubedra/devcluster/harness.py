@@ -44,7 +44,9 @@ from kubedra.cluster.rest import ApiClient
 from kubedra.cluster.store import Store
 from kubedra.devcluster import pki as pki_module
 from kubedra.devcluster.binaries import Binaries, cache_root, require
-from kubedra.errors import KubedraError
+from kubedra.devcluster.gotool import node_binaries
+from kubedra.devcluster.pki import write_kubeconfig
+from kubedra.errors import AlreadyExists, KubedraError
 
 READY_TIMEOUT = 60.0
 CONTROLLERS = (
@@ -53,6 +55,16 @@ CONTROLLERS = (
     "namespace-controller",
     "serviceaccount-controller",
     "serviceaccount-token-controller",
+)
+# What a real node's workloads need beside: DaemonSets (the driver), Deployments and their
+# ReplicaSets (the scheduler), PodDisruptionBudgets' status, and the CA bundle every
+# namespace gets for in-cluster clients.
+REAL_NODE_CONTROLLERS = (
+    "daemonset-controller",
+    "deployment-controller",
+    "replicaset-controller",
+    "disruption-controller",
+    "root-ca-certificate-publisher-controller",
 )
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
@@ -99,11 +111,16 @@ class DevCluster:
         apiserver_flags: Sequence[str] = (),
         controller_manager_flags: Sequence[str] = (),
         detach: bool = False,
+        real_node: bool = False,
     ) -> None:
         """`detach`: the processes outlive this Python process (the CLI's `up`); otherwise
-        they are killed with it even if it dies without cleaning up (pytest fixtures)."""
+        they are killed with it even if it dies without cleaning up (pytest fixtures).
+        `real_node`: also a node with upstream's kubelet and containerd (`kubedra.devcluster.
+        node`); its pods are placed by kube-scheduler, which it implies."""
         self.folder = Path(folder).resolve()
-        self.kube_scheduler = kube_scheduler
+        self.real_node = real_node
+        self.node_ready_seconds: float | None = None
+        self.kube_scheduler = kube_scheduler or real_node
         self.feature_gates = feature_gates
         self.apiserver_flags = tuple(apiserver_flags)
         self.controller_manager_flags = tuple(controller_manager_flags)
@@ -148,11 +165,38 @@ class DevCluster:
             if self.kube_scheduler:
                 self._start("kube-scheduler", self._scheduler_args(ports))
             self._wait_components(ports)
+            if self.real_node:
+                self._start_real_node(pki, ports)
         except BaseException:
             self.down()
             raise
         self.state.save()
         return self.state
+
+    def _start_real_node(self, pki: pki_module.Pki, ports: dict[str, int]) -> None:
+        assert self.state is not None and self.bin is not None
+        from kubedra.devcluster.images import node_images
+        from kubedra.devcluster.node import RealNode
+
+        images, pause = node_images(("pause", "busybox"))  # kubedra's: `load-image`
+        node = RealNode(self.folder)
+        pid = node.start(
+            pki_module.REAL_NODE,
+            {**{n: self.bin.path(n) for n in ("kubelet",)}, **node_binaries()},
+            ports["apiserver"],
+            pki.ca,
+            pki.token("node"),
+            images,
+            pause,
+            self.feature_gates,
+        )
+        self.state.processes["real-node"] = pid
+        self.state.save()
+        store = self.store()
+        try:
+            self.node_ready_seconds = node.wait_ready(store, pid)
+        finally:
+            store.close()
 
     def down(self) -> None:
         """Stop every process of this cluster (also one started by another process)."""
@@ -160,8 +204,13 @@ class DevCluster:
         if not pids and (self.folder / "cluster.json").exists():
             with contextlib.suppress(KubedraError, TypeError, ValueError):
                 pids = State.load(self.folder).processes
-        for name in reversed(list(pids)):  # the scheduler and controllers before etcd
-            _stop(pids[name], self._children.get(name))
+        for name in reversed(list(pids)):  # the node, scheduler and controllers before etcd
+            if name == "real-node":
+                from kubedra.devcluster.node import RealNode
+
+                RealNode(self.folder).stop(pids[name])
+            else:
+                _stop(pids[name], self._children.get(name))
         self._children.clear()
         if self.state:
             self.state.processes.clear()
@@ -235,23 +284,29 @@ class DevCluster:
     def _apiserver_args(self, pki: pki_module.Pki, ports: dict[str, int]) -> list[str]:
         args = [
             f"--etcd-servers=http://127.0.0.1:{ports['etcd']}",
-            "--bind-address=127.0.0.1",
+            # a real node reaches it over its link to the host
+            f"--bind-address={'0.0.0.0' if self.real_node else '127.0.0.1'}",
             "--advertise-address=127.0.0.1",
             f"--secure-port={ports['apiserver']}",
             f"--tls-cert-file={pki.serving_cert}",
             f"--tls-private-key-file={pki.serving_key}",
             f"--client-ca-file={pki.ca}",
             f"--token-auth-file={pki.token_file}",
-            "--authorization-mode=RBAC",
+            "--authorization-mode=Node,RBAC",  # Node: a kubelet sees its own node's objects
             f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
             f"--service-account-key-file={pki.sa_pub}",
             f"--service-account-signing-key-file={pki.sa_key}",
             "--service-cluster-ip-range=10.0.0.0/24",
-            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+            # ServiceAccount: only a real node mounts the tokens it adds; TaintNodesByCondition:
+            # no node-lifecycle controller runs to clear the not-ready taint it puts on nodes
+            "--disable-admission-plugins=TaintNodesByCondition"
+            + ("" if self.real_node else ",ServiceAccount"),
             "--endpoint-reconciler-type=none",
             "--allow-privileged=true",
             "--profiling=false",
         ]
+        if self.real_node:  # logs and exec reach the kubelet at the node's address
+            args.append("--kubelet-preferred-address-types=InternalIP,Hostname")
         if self.feature_gates:
             args.append(f"--feature-gates={self.feature_gates}")
         return args + list(self.apiserver_flags)
@@ -263,7 +318,7 @@ class DevCluster:
             f"--authentication-kubeconfig={config}",
             f"--authorization-kubeconfig={config}",
             "--leader-elect=false",
-            f"--controllers={','.join(CONTROLLERS)}",
+            f"--controllers={','.join(self._controllers())}",
             f"--service-account-private-key-file={pki.sa_key}",
             f"--root-ca-file={pki.ca}",
             # Each controller under its own service account and RBAC role, as kubeadm runs
@@ -275,6 +330,9 @@ class DevCluster:
         ]
         args += [f"--feature-gates={self.feature_gates}"] if self.feature_gates else []
         return args + list(self.controller_manager_flags)
+
+    def _controllers(self) -> tuple[str, ...]:
+        return CONTROLLERS + (REAL_NODE_CONTROLLERS if self.real_node else ())
 
     def start_kube_scheduler(self, qps: float | None = None, burst: int | None = None) -> int:
         """Start kube-scheduler now, on a cluster started without it; `qps`/`burst` set its
@@ -379,34 +437,24 @@ class DevCluster:
             self._wait("kube-scheduler", f"https://127.0.0.1:{ports['sched']}/healthz")
 
 
-def write_kubeconfig(path: Path, server: str, ca: Path, user: str, token: str) -> None:
-    """A one-context kubeconfig: this server, verified with this CA, this bearer token."""
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {"name": "kubedra-dev", "cluster": {"server": server, "certificate-authority": str(ca)}}
-        ],
-        "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [
-            {"name": f"kubedra-dev-{user}", "context": {"cluster": "kubedra-dev", "user": user}}
-        ],
-        "current-context": f"kubedra-dev-{user}",
-    }
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    path.chmod(0o600)
-
-
 def default_folder() -> Path:
     return cache_root() / "dev-cluster"
 
 
-def plain_nodes(store: Store, count: int, prefix: str = "node") -> list[str]:
-    """`count` kubelet-less CPU nodes (16 cores, 64Gi, 110 pods), Ready, without devices."""
+def plain_nodes(
+    store: Store, count: int, prefix: str = "node", existing_ok: bool = False
+) -> list[str]:
+    """`count` kubelet-less CPU nodes (16 cores, 64Gi, 110 pods), Ready, without devices;
+    `existing_ok`: one already there (a dev cluster started again) is kept."""
     names = []
     for i in range(count):
         node = plain_node(f"{prefix}-{i}")
-        created = store.create(node)
+        try:
+            created = store.create(node)
+        except AlreadyExists:
+            if not existing_ok:
+                raise
+            created = store.get(Node, node.name)
         store.update_status(msgspec.structs.replace(created, status=node.status))
         names.append(node.name)
     return names

@@ -15,6 +15,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from kubedra.errors import KubedraError
 
 SERVING_NAMES = (
@@ -26,6 +28,7 @@ SERVING_NAMES = (
     "IP:127.0.0.1",
     "IP:10.0.0.1",
 )
+REAL_NODE = "real-0"  # the name of the dev cluster's real node
 # name -> (user, groups) of each static token identity.
 IDENTITIES = {
     "admin": ("kubedra-admin", "system:masters"),
@@ -34,6 +37,8 @@ IDENTITIES = {
     # Authenticated, with no RBAC grant of its own: what a user sees before an admin binds a
     # role (tests give it narrow roles to check "forbidden" answers).
     "user": ("kubedra-user", ""),
+    # The real node's kubelet, which the Node authorizer allows its own node's objects.
+    "node": (f"system:node:{REAL_NODE}", "system:nodes"),
 }
 
 
@@ -77,6 +82,7 @@ def create(folder: Path) -> Pki:
     """Everything once; kept across restarts of the same cluster folder."""
     pki = Pki(folder)
     if pki.token_file.exists():
+        _add_missing_identities(pki)
         return pki
     if shutil.which("openssl") is None:
         raise KubedraError("the `openssl` command is needed to make the dev cluster's certificates")
@@ -118,16 +124,45 @@ def create(folder: Path) -> Pki:
     )
     _openssl("genrsa", "-out", pki.sa_key, "2048")
     _openssl("rsa", "-in", pki.sa_key, "-pubout", "-out", pki.sa_pub)
-    rows = [
-        f'{secrets.token_hex(16)},{user},{name},"{groups}"'
-        for name, (user, groups) in IDENTITIES.items()
-    ]
-    pki.token_file.write_text("\n".join(rows) + "\n")
+    pki.token_file.write_text("".join(_token_row(name) for name in IDENTITIES))
     pki.token_file.chmod(0o600)
     return pki
+
+
+def _token_row(name: str) -> str:
+    user, groups = IDENTITIES[name]
+    return f'{secrets.token_hex(16)},{user},{name},"{groups}"\n'
+
+
+def _add_missing_identities(pki: Pki) -> None:
+    """A folder made by an older kubedra gets the identities added since (read by the API
+    server when it starts)."""
+    known = {line.split(",")[2] for line in pki.token_file.read_text().splitlines() if line}
+    missing = [name for name in IDENTITIES if name not in known]
+    if missing:
+        with pki.token_file.open("a") as tokens:
+            tokens.write("".join(_token_row(name) for name in missing))
 
 
 def _openssl(*args: str | Path) -> None:
     done = subprocess.run(["openssl", *map(str, args)], capture_output=True, text=True)
     if done.returncode != 0:
         raise KubedraError(f"openssl {args[0]} failed: {done.stderr.strip()[-500:]}")
+
+
+def write_kubeconfig(path: Path, server: str, ca: Path, user: str, token: str) -> None:
+    """A one-context kubeconfig: this server, verified with this CA, this bearer token."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "kubedra-dev", "cluster": {"server": server, "certificate-authority": str(ca)}}
+        ],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [
+            {"name": f"kubedra-dev-{user}", "context": {"cluster": "kubedra-dev", "user": user}}
+        ],
+        "current-context": f"kubedra-dev-{user}",
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)

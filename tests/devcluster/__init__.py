@@ -1,0 +1,1 @@
+"""Tests of kubedra.devcluster: the node images."""
