@@ -18,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tarfile
 import time
 import tomllib
@@ -28,6 +29,7 @@ from typing import Any
 import pytest
 
 from kubedra.devcluster import images, oci
+from kubedra.devcluster.images import cache as image_cache
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -241,6 +243,34 @@ def test_the_lock_covers_the_runtime_dependencies() -> None:
     assert names - {"matplotlib"} <= locked, "python -m kubedra.devcluster.images --write-lock"
     assert all("--hash=sha256:" in line for line in images.lock_path().read_text().splitlines()
                if line and not line.startswith("#"))  # fmt: skip
+
+
+def test_cache_keys_cover_every_module_of_the_image_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit to any module of the package (or to the OCI writer) builds anew."""
+    package = Path(images.__file__).parent
+    code = image_cache.code_files()
+    assert set(code) == {*package.glob("*.py"), Path(oci.__file__)}
+    copies = []
+    for module in code:
+        copies.append(tmp_path / module.name)
+        shutil.copy(module, copies[-1])
+    monkeypatch.setattr(image_cache, "code_files", lambda: copies)
+    before = image_cache.cache_key("layer", 1)
+    assert image_cache.cache_key("layer", 1) == before != image_cache.cache_key("layer", 2)
+    (tmp_path / "debian.py").write_text((tmp_path / "debian.py").read_text() + "\n# edited\n")
+    assert image_cache.cache_key("layer", 1) != before
+
+
+def test_command_line_needs_an_image_name() -> None:
+    command = [sys.executable, "-W", "error", "-m", "kubedra.devcluster.images"]
+    helped = subprocess.run([*command, "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0, helped.stderr
+    assert "built without a registry or a container engine" in helped.stdout
+    assert "{busybox,kubedra,pause}" in helped.stdout
+    unnamed = subprocess.run(command, capture_output=True, text=True)
+    assert unnamed.returncode == 2 and "error: name an image" in unnamed.stderr
 
 
 # --- pause --------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ It waits for the host to hand it its end of the veth pair, sets up the node's ne
 (address, route, the pods' bridge, the `kubernetes` Service's NAT), its file system (the
 host's /run, /var/lib and /var/log hidden behind empty ones, the node's state bound in,
 the kubelet's kernel tunables answered by files of its own), joins its cgroup subtree, and
-starts containerd, imports the node's images, and starts the kubelet. On SIGTERM it stops
+starts containerd, imports the node's images, and starts the kubelet, starting either again
+if it exits. On SIGTERM it stops
 the kubelet, kills every container of the node and stops containerd; the namespaces end
 with it, taking every mount and network device of the node along.
 """
@@ -44,18 +45,24 @@ def main(folder: Path) -> int:
     network(layout)
     filesystem(layout)
     config = str(layout.path("containerd", "config.toml"))
-    containerd = start(layout, "containerd", [f"{layout.bin}/containerd", "--config", config])
-    wait_for_socket(layout, containerd)
+    commands = {
+        "containerd": [f"{layout.bin}/containerd", "--config", config],
+        "kubelet": kubelet_command(layout),
+    }
+    children = {"containerd": start(layout, "containerd", commands["containerd"])}
+    wait_for_socket(layout, children["containerd"])
     for archive in layout.images:
         ctr(layout, "images", "import", "--no-unpack=false", archive)
-    kubelet = start(layout, "kubelet", kubelet_command(layout))
+    children["kubelet"] = start(layout, "kubelet", commands["kubelet"])
     log("node agent: containerd and kubelet started")
     while not stop.wait(0.5):
-        for name, child in (("containerd", containerd), ("kubelet", kubelet)):
-            if child.poll() is not None:
-                log(f"node agent: {name} exited ({child.returncode}); stopping the node")
-                stop.set()
-    shutdown(layout, kubelet, containerd)
+        # As a node's service manager does: a component that exits is started again (the
+        # containers outlive both; a restarted kubelet finds its pods and prepared claims).
+        for name, child in children.items():
+            if child.poll() is not None and not stop.is_set():
+                log(f"node agent: {name} exited ({child.returncode}); starting it again")
+                children[name] = start(layout, name, commands[name])
+    shutdown(layout, children["kubelet"], children["containerd"])
     return 0
 
 

@@ -134,6 +134,15 @@ class RealNode:
             raise KubedraError(f"ctr images import {archive}: {done.stderr.strip()}")
         return done.stdout
 
+    def component_pid(self, name: str) -> int | None:
+        """The pid of the node's `containerd` or `kubelet` (the agent starts them again when
+        they exit: tests restart them by killing them)."""
+        for pid in cgroups.pids(f"{self.layout.cgroup}/node"):
+            with contextlib.suppress(OSError):
+                if Path(os.readlink(f"/proc/{pid}/exe")).name == name:
+                    return pid
+        return None
+
     # --- stop ----------------------------------------------------------------------------
 
     def stop(self, pid: int | None) -> None:
@@ -166,7 +175,15 @@ def check_host() -> None:
 
 
 def _link(layout: Layout, pid: int) -> None:
-    """The veth pair between the host and the agent's network namespace."""
+    """The veth pair between the host and the agent's network namespace (once it has one:
+    `unshare` makes it before starting the agent, and a link sent to the pid before that
+    would land in the host's)."""
+    own = os.readlink("/proc/self/ns/net")
+    deadline = time.monotonic() + 10
+    while os.readlink(f"/proc/{pid}/ns/net") == own:
+        if time.monotonic() > deadline:
+            raise NodeFailed("the real node's agent never got a network namespace of its own")
+        time.sleep(0.01)
     for command in (
         ["ip", "link", "add", layout.host_link, "type", "veth", "peer", "name", layout.node_link,
          "netns", str(pid)],
