@@ -211,3 +211,18 @@ def _driver_pid(node: Node) -> int:
             if b"driver" in args and b"run" in args and f"--node={node.layout.name}".encode() in args:
                 return int(proc.name)
     raise AssertionError("no driver process found")
+
+
+def test_helm_uninstall_leaves_no_kubedra_object(node: Node) -> None:
+    """Last in this module: the release's objects go with it, and the driver's slices go
+    when the kubelet sees its plugin unregistered (upstream's kubelet wipes a driver's slices
+    30 s after its socket is gone, so that a restarting driver keeps them)."""
+    done = node.helm("uninstall", "kubedra", "-n", "kubedra", "--wait")
+    assert done.returncode == 0, done.stderr
+    kinds = "deviceclasses,clusterroles,clusterrolebindings,validatingadmissionpolicies,validatingadmissionpolicybindings"
+    labelled = node.kubectl("get", kinds, "-l", "app.kubernetes.io/instance=kubedra", "-o", "name")
+    assert labelled == ""
+    wait_until(lambda: node.json("get", "resourceslices")["items"] == [], 90, "slices wiped")
+    wait_until(lambda: node.json("get", "pods", "-n", "kubedra")["items"] == [], 60, "pods gone")
+    assert node.kubectl("get", "all,leases,pdb,serviceaccounts,roles,rolebindings", "-n", "kubedra",
+                        "-o", "name").split() == ["serviceaccount/default"]  # fmt: skip
