@@ -65,7 +65,9 @@ def matches(expected: str, actual: str) -> bool:
 @pytest.fixture
 def clone(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A directory like a fresh clone's root, whose `.venv` is the one running the tests,
-    and an environment without any store or cluster of the caller's."""
+    and the environment of a new shell there: kubedra not on PATH (the README says how to
+    put it there), a home of its own (the per-user store and config), no store or cluster
+    of the caller's."""
     if not (Path(sys.prefix) / ".installed").exists() or shutil.which("make") is None:
         pytest.skip("needs make and the project's .venv (run it through `make test`)")
     root = tmp_path / "clone"
@@ -75,22 +77,57 @@ def clone(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     for folder in ("examples", "deploy"):
         shutil.copytree(REPO / folder, root / folder)
     (root / ".venv").symlink_to(sys.prefix)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBEDRA_", "KUBECONFIG"))}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("KUBEDRA_", "KUBECONFIG", "XDG_", "VIRTUAL_ENV"))}  # fmt: skip
+    venv_bin = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != venv_bin)
+    env["HOME"] = str(tmp_path / "home")
     env["KUBEDRA_DEV_CLUSTER_DIR"] = str(tmp_path / "dev-cluster")
     env["KUBEDRA_CACHE"] = str(binaries().folder.parents[2])  # the built binaries, if any
     return root, env
 
 
 def run_block(block: Block, root: Path, env: dict[str, str]) -> None:
-    lines = [line for line in block.script.splitlines() if _command(line) not in NOT_RUN]
-    run = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(lines)], cwd=root, env=env,
-                         capture_output=True, text=True, timeout=600, check=False)
-    assert run.returncode == 0, f"README.md:{block.line}: exit {run.returncode}\n{run.stderr}"
-    assert "Traceback" not in run.stderr, f"README.md:{block.line}\n{run.stderr}"
-    if block.expected is not None:
-        assert matches(block.expected, run.stdout), (
-            f"README.md:{block.line}: the output shown is not what the block prints:\n{run.stdout}")
+    """One block in a shell of its own (the cluster blocks: each starts what it uses)."""
+    run_session([block], root, env)
+
+
+def run_session(blocks: list[Block], root: Path, env: dict[str, str]) -> None:
+    """The blocks in order in one shell, as a reader types them into one terminal (what a
+    block sets, like the PATH, holds for the next); each block's output compared with the
+    `text` block under it."""
+    script = []
+    for i, block in enumerate(blocks):
+        lines = [line for line in block.script.splitlines() if _command(line) not in NOT_RUN]
+        script += [f"echo {_MARK}{i}; echo {_MARK}{i} >&2", *lines]
+    run = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(script)], cwd=root,
+                         env=env, capture_output=True, text=True, timeout=900, check=False)  # fmt: skip
+    outputs = _split(run.stdout, len(blocks))
+    errors = _split(run.stderr, len(blocks))
+    reached = max(i for i, out in enumerate(outputs) if out is not None)
+    where = f"README.md:{blocks[reached].line}"
+    assert run.returncode == 0, f"{where}: exit {run.returncode}\n{errors[reached]}"
+    for block, out, err in zip(blocks, outputs, errors, strict=True):
+        assert "Traceback" not in (err or ""), f"README.md:{block.line}\n{err}"
+        if block.expected is not None:
+            assert matches(block.expected, out or ""), (
+                f"README.md:{block.line}: the output shown is not what the block prints:\n{out}")
+
+
+_MARK = "@@kubedra-readme-block-"
+
+
+def _split(text: str, count: int) -> list[str | None]:
+    """Each block's part of an output (None for a block the shell never reached)."""
+    parts: list[str | None] = [None] * count
+    current = None
+    for line in text.splitlines(keepends=True):
+        if line.startswith(_MARK):
+            current = int(line[len(_MARK):])
+            parts[current] = ""
+        elif current is not None:
+            parts[current] = (parts[current] or "") + line
+    return parts
 
 
 def _command(line: str) -> str:
@@ -102,9 +139,11 @@ def test_readme_blocks_run_in_order(clone: tuple[Path, dict[str, str]]) -> None:
     blocks = [b for b in readme_blocks((REPO / "README.md").read_text())
               if REAL_CLUSTER not in b.script and not _for_your_cluster(b)]
     assert len(blocks) >= 4 and sum(b.expected is not None for b in blocks) >= 3
-    for block in blocks:
-        run_block(block, root, env)
-    assert (root / ".kubedra" / "demo.db").exists() and (root / ".kubedra" / "state.db").exists()
+    run_session(blocks, root, env)
+    # make demo's store in the clone; the session's in the reader's home, nowhere else
+    assert (root / ".kubedra" / "demo.db").exists()
+    assert (Path(env["HOME"]) / ".local" / "share" / "kubedra" / "state.db").exists()
+    assert not (root / ".kubedra" / "state.db").exists()
 
 
 def _for_your_cluster(block: Block) -> bool:

@@ -20,7 +20,6 @@ from functools import cache
 from typing import Any
 
 import msgspec
-import yaml
 
 from kubedra.api.bounds import InputError, check_depth, too_deep
 from kubedra.api.core import Container, Namespace, NodeSpec, NodeStatus, PodSpec, PodStatus
@@ -497,10 +496,13 @@ def kube_list(objects: Iterable[KubeObject]) -> dict[str, Any]:
 
 
 def yaml_text(data: Any) -> str:
-    """Plain data as block YAML, keys sorted, as kubectl prints it."""
+    """Plain data as block YAML, keys sorted, as kubectl prints it (PyYAML imported here:
+    every command decodes objects, few print YAML)."""
+    import yaml
+
     return yaml.dump(
         data,
-        Dumper=_Dumper,
+        Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
         sort_keys=True,
         default_flow_style=False,
         allow_unicode=True,
@@ -512,5 +514,3 @@ def json_text(data: Any) -> str:
     """Plain data as kubectl's JSON: 4-space indent, keys sorted, a final newline."""
     return json.dumps(data, indent=4, sort_keys=True, ensure_ascii=False) + "\n"
 
-
-_Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

@@ -16,7 +16,6 @@ from click.shell_completion import CompletionItem
 from kubedra.api.core import Node
 from kubedra.api.kinds import BY_KIND, SHORT_NAMES, resolve_kind
 from kubedra.api.meta import KubeObject
-from kubedra.catalog import PROFILES
 from kubedra.cli.context import backend_of
 
 
@@ -46,6 +45,8 @@ def profile_counts(
     ctx: click.Context, param: click.Parameter, incomplete: str
 ) -> list[CompletionItem]:
     """`h100x8=` for every catalog profile (the count is the user's to type)."""
+    from kubedra.catalog import PROFILES  # the catalog only when a profile is completed
+
     return [
         CompletionItem(f"{name}=", help=p.description)
         for name, p in PROFILES.items()
@@ -56,6 +57,8 @@ def profile_counts(
 def profile_names(
     ctx: click.Context, param: click.Parameter, incomplete: str
 ) -> list[CompletionItem]:
+    from kubedra.catalog import PROFILES
+
     return [
         CompletionItem(name, help=p.description)
         for name, p in PROFILES.items()
@@ -69,7 +72,7 @@ def _names(
     backend = backend_of(ctx.find_root())
     try:
         if not backend.is_kubernetes() and not Path(backend.store_path).exists():
-            return []  # opening would create the store
+            return []  # no store, nothing to complete
         store = backend.open()
         objects = store.list(cls, namespace if cls.NAMESPACED else None)
     except Exception:

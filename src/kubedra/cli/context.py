@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -19,8 +19,10 @@ from click.core import ParameterSource
 from kubedra.cli.verbose import opened
 from kubedra.cluster import SqliteStore
 from kubedra.cluster.connect import Backend
-from kubedra.cluster.kubernetes import KubeStore
 from kubedra.errors import KubedraError
+
+if TYPE_CHECKING:  # the cluster client is imported only by commands that reach a cluster
+    from kubedra.cluster.kubernetes import KubeStore
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -30,7 +32,6 @@ R = TypeVar("R")
 class Settings:
     """Global options, passed to subcommands through click's context object."""
 
-    store: str  # the embedded store's path (used when the backend is not a cluster)
     strict: bool
     verbosity: int
     backend: Backend = field(default_factory=Backend)

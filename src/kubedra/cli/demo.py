@@ -12,6 +12,8 @@ replaces it only when it is empty or the user agrees (`--yes`, or a yes at the p
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -86,9 +88,19 @@ def run_demo(
     out.write(format_groups(explanation))
     _too_big(out, store, scheduler)
     _device_plugin(out, store)
-    kubedra = f"kubedra --store {path}"
+    kubedra = f"{_command()} --store {path}"
     out.write(f"\nnext: {kubedra} explain pod vllm-inference   |   {kubedra} devices\n")
     return 0
+
+
+def _command() -> str:
+    """`kubedra` as the reader can type it in a new shell: by name where it is on PATH,
+    else its path (`make demo` runs it from .venv, which a new shell does not activate)."""
+    found = shutil.which("kubedra")
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "kubedra" and (found is None or Path(found).resolve() != argv0.resolve()):
+        return os.path.relpath(argv0) if argv0.is_absolute() else str(argv0)
+    return "kubedra"
 
 
 def _agree_to_replace(path: str) -> None:

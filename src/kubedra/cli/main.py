@@ -1,37 +1,74 @@
-"""Entry point of the `kubedra` command (console script `kubedra`): wires the subcommands."""
+"""Entry point of the `kubedra` command (console script `kubedra`): wires the subcommands.
+
+Subcommands are imported when they run or are completed, not for every command: `kubedra
+get pods` must answer as fast as `kubectl get pods`, without importing the simulator, the
+dashboard's server or a cluster client it does not use. `--help` lists them from `LAZY`.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from kubedra import __version__
 from kubedra.cli import verbose
-from kubedra.cli.apply import apply, diff
-from kubedra.cli.cluster import cluster
 from kubedra.cli.context import Settings, backend_of, fails_cleanly
-from kubedra.cli.controller import controller
-from kubedra.cli.convert import convert
-from kubedra.cli.devcluster import dev_cluster
-from kubedra.cli.driver import driver
-from kubedra.cli.lint import run_lint
-from kubedra.cli.resources import delete, describe, get
-from kubedra.cli.scheduler import scheduler
-from kubedra.cli.scheduling import allocate_command, devices, explain, schedule
-from kubedra.cli.sim import sim
-from kubedra.cli.store import store
-from kubedra.cli.ui import ui
-from kubedra.cluster import DEFAULT_PATH
+
+# name -> (module under kubedra.cli, attribute, the one line `kubedra --help` shows)
+LAZY: dict[str, tuple[str, str, str]] = {
+    "allocate": ("scheduling", "allocate_command", "Run the allocator on manifests (no store)."),
+    "apply": ("apply", "apply", "Create or update objects from manifests, as kubectl apply."),
+    "cluster": ("cluster", "cluster", "Create simulated nodes, or reset the store."),
+    "config": ("config", "config", "Show or choose where commands go (contexts)."),
+    "controller": ("controller", "controller", "Run kubedra's controllers (taint eviction)."),
+    "convert": ("convert", "convert", "Print manifests as upstream resource.k8s.io/v1."),
+    "delete": ("resources", "delete", "Delete objects by KIND NAME... or by -f FILE|DIR."),
+    "describe": ("resources", "describe", "Show one object in detail, with its ties and events."),
+    "dev-cluster": ("devcluster", "dev_cluster", "Run upstream's control plane (and a real node)."),
+    "devices": ("scheduling", "devices", "The device inventory, and the claims holding them."),
+    "diff": ("apply", "diff", "What `apply` would change, as `kubectl diff`."),
+    "driver": ("driver", "driver", "Run or uninstall a DRA driver on a node."),
+    "explain": ("scheduling", "explain", "Why a pod or claim fits where it does, or nowhere."),
+    "get": ("resources", "get", "List objects of a kind, as `kubectl get`."),
+    "schedule": ("scheduling", "schedule", "Schedule pending pods."),
+    "scheduler": ("scheduler", "scheduler", "Run kubedra's scheduler as a component, or check it."),
+    "sim": ("sim", "sim", "Simulate DRA placement (and the device-plugin baseline) on a trace."),
+    "store": ("store", "store", "Check, repair, back up or restore the embedded store."),
+    "ui": ("ui", "ui", "Serve a read-only web dashboard."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose subcommands (but `lint` and `demo`, defined here) are imported on use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY:
+            module, attribute, _ = LAZY[name]
+            command = getattr(importlib.import_module(f"kubedra.cli.{module}"), attribute)
+            assert isinstance(command, click.Command)
+            return command
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The list of `--help`, from the table: no subcommand imported to print it."""
+        rows = [(name, LAZY[name][2]) for name in LAZY]
+        rows += [(name, cmd.get_short_help_str(80)) for name, cmd in self.commands.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(rows))
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--store",
     envvar="KUBEDRA_STORE",
-    default=DEFAULT_PATH,
-    show_default=True,
-    help="Path of the embedded state store (or KUBEDRA_STORE).",
+    default=None,
+    help="Path of an embedded store (or KUBEDRA_STORE). Default: the current context's "
+    "(`kubedra config current-context`), else ~/.local/share/kubedra/state.db.",
 )
 @click.option(
     "--kubeconfig",
@@ -54,7 +91,7 @@ from kubedra.cluster import DEFAULT_PATH
 @click.pass_context
 def cli(
     ctx: click.Context,
-    store: str,
+    store: str | None,
     kubeconfig: str | None,
     kube_context: str | None,
     in_cluster: bool,
@@ -63,14 +100,15 @@ def cli(
 ) -> None:
     """kubedra: Kubernetes Dynamic Resource Allocation for GPU clusters.
 
-    Commands work on the embedded store (--store) or, with --kubeconfig, --context,
-    --in-cluster or KUBECONFIG set, on a real cluster.
+    Commands work on an embedded store or, with --kubeconfig, --context, --in-cluster, a
+    kubedra context naming one or KUBECONFIG set, on a real cluster (`kubedra config
+    current-context` says which, and why).
 
     Shell completion: eval "$(_KUBEDRA_COMPLETE=bash_source kubedra)" (zsh_source, fish_source).
     """
     verbose.setup(verbosity)
     ctx.call_on_close(verbose.timed(ctx.invoked_subcommand))
-    ctx.obj = Settings(store=store, strict=strict, verbosity=verbosity, backend=backend_of(ctx))
+    ctx.obj = Settings(strict=strict, verbosity=verbosity, backend=backend_of(ctx))
 
 
 @cli.command()
@@ -85,6 +123,8 @@ def cli(
 @fails_cleanly
 def lint(settings: Settings, paths: tuple[str, ...], strict_here: bool, cluster: bool) -> None:
     """Validate manifests (FILE, DIR or - for stdin) as the API server would."""
+    from kubedra.cli.lint import run_lint
+
     store = settings.open_store() if cluster else None
     sys.exit(run_lint(paths, sys.stdout, strict=settings.strict or strict_here, cluster=store))
 
@@ -99,29 +139,6 @@ def demo(settings: Settings, yes: bool) -> None:
     from kubedra.cli.demo import run_demo
 
     sys.exit(run_demo(sys.stdout, settings, replace=yes))
-
-
-for command in (
-    apply,
-    diff,
-    convert,
-    get,
-    describe,
-    delete,
-    schedule,
-    scheduler,
-    controller,
-    explain,
-    devices,
-    allocate_command,
-    cluster,
-    dev_cluster,
-    driver,
-    sim,
-    ui,
-    store,
-):
-    cli.add_command(command)
 
 
 def main() -> None:

@@ -11,10 +11,11 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubedra.cluster import SqliteStore
-from kubedra.cluster.kubernetes import KubeStore
+if TYPE_CHECKING:  # annotations only: the cluster client is imported where it is used
+    from kubedra.cluster import SqliteStore
+    from kubedra.cluster.kubernetes import KubeStore
 
 log = logging.getLogger("kubedra")
 
@@ -37,7 +38,8 @@ def timed(command: str | None) -> Callable[[], None]:
 
 def opened(store: SqliteStore | KubeStore, verbosity: int) -> SqliteStore | KubeStore:
     """Log which store a command uses (-v); trace every call made on it (-vv)."""
-    where = store.location if isinstance(store, KubeStore) else f"embedded store {store.path}"
+    path = getattr(store, "path", None)  # an embedded store's file; a cluster's `location`
+    where = f"embedded store {path}" if path is not None else getattr(store, "location", "?")
     log.info("working on %s", where)
     if verbosity >= 2:
         for name in STORE_CALLS:

@@ -28,6 +28,8 @@ from urllib.parse import urlencode, urlsplit
 import urllib3
 
 from kubedra.cluster.kubeconfig import ClusterConfig
+from kubedra.cluster.qps import DEFAULT_BURST as DEFAULT_BURST
+from kubedra.cluster.qps import DEFAULT_QPS as DEFAULT_QPS
 from kubedra.errors import (
     AlreadyExists,
     Conflict,
@@ -40,8 +42,6 @@ from kubedra.errors import (
 )
 
 JSON = "application/json"
-DEFAULT_QPS = 50.0
-DEFAULT_BURST = 100
 DEFAULT_TIMEOUT = 30.0
 USER_AGENT = "kubedra"
 

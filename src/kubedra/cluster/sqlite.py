@@ -41,7 +41,6 @@ from kubedra.cluster.store import (
     WatchEvent,
     with_scheduled_condition,
 )
-from kubedra.cluster.storefile import DEFAULT_PATH as DEFAULT_PATH
 from kubedra.cluster.strategy import prepared_for_create, prepared_for_update
 from kubedra.errors import (
     AlreadyExists,
@@ -73,7 +72,7 @@ class SqliteStore:
 
     def __init__(
         self,
-        path: str | Path = DEFAULT_PATH,
+        path: str | Path,
         *,
         poll_interval: float = 0.05,
         clock: Callable[[], datetime] | None = None,

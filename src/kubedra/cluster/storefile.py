@@ -21,10 +21,9 @@ import struct
 import uuid
 from pathlib import Path
 
-from kubedra.cluster import verify, wal
+from kubedra.cluster import userconfig, verify, wal
 from kubedra.errors import DamagedStore, StoreError
 
-DEFAULT_PATH = ".kubedra/state.db"
 APPLICATION_ID = 0x6B647261  # "kdra", SQLite's header field for the file's owner
 SCHEMA_VERSION = 1  # PRAGMA user_version; 0 in stores made before it was set
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -57,8 +56,9 @@ _SHM_DMS_BYTE = 128  # every connection to a WAL database holds a shared lock on
 
 
 def store_flag(path: Path) -> str:
-    """The `--store` option that names this store on a kubedra command line."""
-    return "" if str(path) == DEFAULT_PATH else f" --store {path}"
+    """The `--store` option that names this store on a kubedra command line (none for the
+    user's default store)."""
+    return "" if Path(path) == userconfig.default_store() else f" --store {path}"
 
 
 def damaged(path: Path, what: str) -> DamagedStore:
