@@ -1,4 +1,5 @@
-"""`kubedra driver run | cleanup`: the node agent (ResourceSlices + kubelet DRA plugin)."""
+"""`kubedra driver run | cleanup | fault`: the node agent (ResourceSlices + kubelet DRA plugin),
+and faults injected into a simulated node's devices."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import click
 
 from kubedra.cli.complete import profile_names
 from kubedra.cli.context import Settings, fails_cleanly, stop_on_signals
+from kubedra.driver.health import FaultKind as FAULT_KINDS
 
 DIRS = [
     click.option(
@@ -61,6 +63,13 @@ def driver() -> None:
     show_default=True,
     help="Structured logs on stderr: key=value lines, or JSON lines for log shippers.",
 )
+@click.option(
+    "--health-effects",
+    default="degraded=NoSchedule,failed=NoExecute",
+    show_default=True,
+    help="The taint effect per fault severity: degraded (thermal, power) and failed (GPU "
+    "lost, Xid, double-bit ECC); None, NoSchedule or NoExecute.",
+)
 @_with_dirs
 @click.pass_obj
 @fails_cleanly
@@ -72,6 +81,7 @@ def run(
     profile: str | None,
     metrics_port: int | None,
     log_format: str,
+    health_effects: str,
     plugin_root: str,
     plugin_dir: Path | None,
     registry_dir: Path | None,
@@ -79,6 +89,7 @@ def run(
 ) -> None:
     """Publish the node's devices and serve the kubelet plugin until SIGINT/SIGTERM."""
     from kubedra.driver import DEFAULT_CDI_DIR, run_driver
+    from kubedra.driver.health import parse_effects
     from kubedra.driver.logs import configure_logging
 
     # a node agent logs its events (prepares, recoveries) by default; -v adds debug output
@@ -97,6 +108,7 @@ def run(
         plugin_dir=plugin_dir,
         registry_dir=registry_dir,
         create_node=not settings.backend.is_kubernetes(),
+        health_effects=parse_effects(health_effects),
     )
 
 
@@ -128,3 +140,42 @@ def cleanup_command(
         registry_dir=registry_dir,
     )
     click.echo(f"driver {name}: {deleted} slice(s) removed from node {node}")
+
+
+@driver.command("fault")
+@click.option("--driver", "name", required=True, help="The running driver's name.")
+@click.option("--node", required=True, help="The node it runs on.")
+@click.option("--device", required=True, help="The device, as published (e.g. gpu-3).")
+@click.option(
+    "--kind",
+    type=click.Choice([k.value for k in FAULT_KINDS]),
+    help="lost (fell off the bus), xid (a critical Xid), ecc (double-bit), thermal, power.",
+)
+@click.option("--clear", is_flag=True, help="Remove the fault (every fault without --kind).")
+@_with_dirs
+@fails_cleanly
+def fault(
+    name: str,
+    node: str,
+    device: str,
+    kind: str | None,
+    clear: bool,
+    plugin_root: str,
+    plugin_dir: Path | None,
+    registry_dir: Path | None,
+    cdi_dir: Path | None,
+) -> None:
+    """Break (or mend) a device of a driver running the simulated backend, for tests and
+    demos: give the same --plugin-root/--plugin-dir as the running driver, which taints
+    the device in its ResourceSlice within a second and tells the kubelet."""
+    from kubedra.driver import faults
+    from kubedra.driver.health import FaultKind
+    from kubedra.driver.kubelet import PluginPaths
+
+    if kind is None and not clear:
+        raise click.UsageError("give --kind, or --clear")
+    paths = PluginPaths.for_driver(name, Path(plugin_root), plugin_dir, registry_dir)
+    chosen = FaultKind(kind) if kind else None
+    faults.inject(paths.plugin_dir, node, device, chosen, clear)
+    what = kind or "every fault"
+    click.echo(f"driver {name}: {what} {'cleared on' if clear else 'injected into'} {device}")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import logging
 import shutil
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from kubedra.api.core import Node
@@ -14,6 +17,7 @@ from kubedra.cluster.store import Store
 from kubedra.driver import publisher
 from kubedra.driver.backends import Backend, inventory_for, open_backend
 from kubedra.driver.claimfiles import ClaimFiles
+from kubedra.driver.health import DEFAULT_EFFECTS, HealthState, Monitor
 from kubedra.driver.kubelet import DEFAULT_ROOT, PluginPaths
 from kubedra.driver.logs import get_logger, log_event
 from kubedra.driver.metrics import DriverMetrics
@@ -25,6 +29,7 @@ from kubedra.errors import AlreadyExists, NotFound
 
 DEFAULT_CDI_DIR = Path("/var/run/cdi")
 RESYNC_SECONDS = 30.0  # upstream's DefaultSyncDelay
+HEALTH_SECONDS = 0.5  # a fault is a taint on the published slice within a second
 log = get_logger("run")
 
 
@@ -48,9 +53,10 @@ class _Pool:
 
     def __init__(
         self, store: Store, source: Backend, state: DeviceState, metrics: DriverMetrics,
-        interval: float, create_node: bool,
+        interval: float, create_node: bool, health: HealthState,
     ) -> None:  # fmt: skip
         self.store, self.source, self.state, self.metrics = store, source, state, metrics
+        self.health = health
         self.publisher = publisher.Publisher(store, state.driver, state.node)
         self.interval, self.create_node = interval, create_node
         self.published = False  # at least once since start
@@ -66,7 +72,9 @@ class _Pool:
             self.state.set_devices(inventory.devices)
             if self.create_node:
                 _ensure_node(self.store, self.source, self.state.node)
-            result = self.publisher.publish(inventory)
+            devices = tuple(self.health.tainted(inventory.devices))
+            tainted = dataclasses.replace(inventory, devices=devices)
+            result = self.publisher.publish(tainted)
         except Exception as err:  # keep serving prepared claims whatever failed
             self.transitions.failed(err, node=self.state.node)
             return self.backoff.next()
@@ -98,6 +106,8 @@ def run_driver(
     ready: threading.Event | None = None,
     backend_impl: Backend | None = None,
     create_node: bool = True,
+    health_seconds: float = HEALTH_SECONDS,
+    health_effects: Mapping[str, str] = DEFAULT_EFFECTS,
 ) -> None:
     """Publish the node's devices of `driver`, serve the kubelet plugin until `stop` is set.
 
@@ -106,7 +116,9 @@ def run_driver(
     answers, and publishing is retried. Every `resync_seconds` the inventory is read again
     and republished (no writes when unchanged; slices deleted by someone else come back).
     `create_node`: create a simulated backend's Node when missing (the embedded store; on
-    a cluster the kubelet owns Nodes). `ready` is set once serving.
+    a cluster the kubelet owns Nodes). `ready` is set once serving. Every `health_seconds`
+    the devices' health is checked; a change is published at once, as taints whose effect
+    per severity `health_effects` gives (`kubedra.driver.health`).
     """
     paths = PluginPaths.for_driver(driver, plugin_root, plugin_dir, registry_dir)
     detail = names.dns_subdomain(node[:254])
@@ -116,6 +128,7 @@ def run_driver(
     metrics = DriverMetrics(driver, node)
     server: PluginServer | None = None
     state: DeviceState | None = None
+    monitor: Monitor | None = None
     statuses = StatusWriter(store, driver, cap=resync_seconds)
     try:
         inventory = inventory_for(source, driver)
@@ -124,7 +137,17 @@ def run_driver(
             cdi_host=source.cdi_host(),
         )  # fmt: skip
         statuses.start().enqueue_all(state.prepared)  # what a kill or an outage left unwritten
-        pool = _Pool(store, source, state, metrics, resync_seconds, create_node)
+        health = HealthState(driver, health_effects)
+        pool = _Pool(store, source, state, metrics, resync_seconds, create_node, health)
+        wake = threading.Event()  # a health change: publish now, not at the next resync
+        monitor = Monitor(
+            health,
+            lambda: [d.name for d in inventory_for(source, driver).devices],
+            source.health_report(paths.plugin_dir),
+            lambda changed: _health_changed(changed, health, wake),
+            health_seconds,
+        )
+        monitor.check()  # the first slices already say what is broken
         delay = pool.sync(inventory)
         server = plugin = PluginServer(state, paths)
         if metrics_port is not None:
@@ -132,11 +155,18 @@ def run_driver(
             port = metrics.serve(metrics_port, checks=checks)
             log_event(log, "metrics serving", port=port)
         plugin.start()
+        monitor.start()
         if ready is not None:
             ready.set()
-        while not stop.wait(delay):
-            delay = pool.sync()
+        threading.Thread(target=_wake_on, args=(stop, wake), daemon=True).start()
+        while not stop.is_set():
+            wake.wait(delay)
+            wake.clear()
+            if not stop.is_set():
+                delay = pool.sync()
     finally:
+        if monitor is not None:
+            monitor.stop()
         if server is not None:
             server.stop()
         statuses.stop()
@@ -145,6 +175,25 @@ def run_driver(
         metrics.shutdown()
         source.close()
         log_event(log, "driver stopped", driver=driver, node=node)
+
+
+def _wake_on(stop: threading.Event, wake: threading.Event) -> None:
+    """Stopping ends the main loop's wait at once (it waits on `wake`)."""
+    stop.wait()
+    wake.set()
+
+
+def _health_changed(changed: list[str], health: HealthState, wake: threading.Event) -> None:
+    """Log each device whose health changed, and have the main loop publish at once."""
+    snapshot = health.snapshot()
+    for name in changed:
+        device = snapshot[name]
+        if device.healthy:
+            log_event(log, "device healthy", device=name)
+        else:
+            faults = device.message()
+            log_event(log, "device unhealthy", logging.WARNING, device=name, faults=faults)
+    wake.set()
 
 
 def cleanup(

@@ -7,11 +7,16 @@ details (UUIDs, minors) back from the published devices, so backends need nothin
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Protocol
 
 from kubedra.api.core import Node
 from kubedra.catalog.inventory import DriverInventory
 from kubedra.driver.cdi import CdiHost
+from kubedra.driver.health import Fault
+
+HealthReport = Callable[[], Mapping[str, Sequence[Fault]]]
 
 BACKENDS = ("nvml", "simulated")
 
@@ -27,6 +32,11 @@ class Backend(Protocol):
 
     def cdi_host(self) -> CdiHost:
         """What the node adds to CDI specs: stand-in device nodes, or the driver's files."""
+        ...
+
+    def health_report(self, plugin_dir: Path) -> HealthReport:
+        """A function answering each device's faults now (its name -> faults; a device
+        left out is healthy): NVML's queries, or the simulated node's injected faults."""
         ...
 
     def close(self) -> None: ...

@@ -23,7 +23,7 @@ import ctypes
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,6 +40,7 @@ from kubedra.catalog.inventory import NUMA_NODE, PCI_BUS_ID, PCIE_ROOT, DriverIn
 from kubedra.catalog.nvidia import partitioned_gpu
 from kubedra.driver.backends.nvidia_files import driver_files
 from kubedra.driver.cdi import CdiHost
+from kubedra.driver.health import Fault
 from kubedra.driver.logs import get_logger, log_event
 from kubedra.errors import KubedraError
 
@@ -562,5 +563,15 @@ class NvmlBackend:
         """The GPUs' nodes are the host's; the driver's libraries come from the host too."""
         return CdiHost(stand_ins=False, mounts=driver_files())
 
+    def health_report(self, plugin_dir: Path) -> Callable[[], Mapping[str, Sequence[Fault]]]:
+        """The GPUs' faults from NVML's queries and events (`nvml_health`)."""
+        return lambda: nvml_health(self.nvml)
+
     def close(self) -> None:
         self.nvml.shutdown()
+
+
+def nvml_health(nvml: Nvml) -> Mapping[str, Sequence[Fault]]:
+    """Each GPU's faults now (device name -> faults). The queries come in the next step of
+    this work; until then every GPU NVML answers for is reported healthy."""
+    return {}

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
 from kubedra.api.core import Node
 from kubedra.catalog import profile as catalog_profile
 from kubedra.catalog.inventory import DriverInventory
+from kubedra.driver import faults
 from kubedra.driver.cdi import SIMULATED, CdiHost
+from kubedra.driver.health import Fault
 
 
 class SimulatedBackend:
@@ -27,6 +32,10 @@ class SimulatedBackend:
 
     def cdi_host(self) -> CdiHost:
         return SIMULATED  # no device exists on the host: stand-in nodes, injectable anywhere
+
+    def health_report(self, plugin_dir: Path) -> Callable[[], Mapping[str, Sequence[Fault]]]:
+        """The faults `kubedra driver fault` injected into this node's devices."""
+        return lambda: faults.read(plugin_dir, self.node_name)
 
     def close(self) -> None:
         pass
