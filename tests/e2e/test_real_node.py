@@ -8,8 +8,11 @@ Needs root (namespaces, mounts, cgroups): skipped otherwise, with that reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -211,6 +214,61 @@ def _driver_pid(node: Node) -> int:
             if b"driver" in args and b"run" in args and f"--node={node.layout.name}".encode() in args:
                 return int(proc.name)
     raise AssertionError("no driver process found")
+
+
+def test_a_failed_gpu_is_tainted_shown_in_its_pods_status_and_its_pod_evicted(
+    node: Node, template: None
+) -> None:
+    """A fault injected into the driver running in its pod (`kubedra driver fault`, through
+    kubectl exec) taints the device in the slice; the kubelet hears it on the health stream
+    and shows it in the pod's allocatedResourcesStatus; kubedra's eviction controller evicts
+    the pod (NoExecute); the device mended, the taint goes."""
+    node.kubectl("apply", "-f", "-", input=_pod("victim", "kubedra"))
+    node.wait("--for=condition=Ready pod/victim")
+    (claim,) = node.json("get", "resourceclaims")["items"]
+    device = claim["status"]["allocation"]["devices"]["results"][0]["device"]
+    fault = ["exec", "-n", "kubedra", _driver_pod(node), "--", "python3", "-m", "kubedra",
+             "driver", "fault", "--driver", "gpu.nvidia.com", "--node", REAL_NODE,
+             "--device", device]  # fmt: skip
+    node.kubectl(*fault, "--kind", "xid")
+    started = time.monotonic()
+    wait_until(lambda: _taints(node, device) == {"gpu.nvidia.com/xid": "NoExecute"}, 10, "tainted")
+    TIMINGS["fault -> taint in the slice (s)"] = time.monotonic() - started
+
+    def unhealthy() -> list[dict[str, str]]:
+        statuses = node.json("get", "pod", "victim")["status"]["containerStatuses"]
+        return [r for s in statuses[0].get("allocatedResourcesStatus", [])
+                for r in s["resources"] if r.get("health") == "Unhealthy"]  # fmt: skip
+
+    wait_until(unhealthy, 30, "the pod's status shows the device unhealthy")
+    TIMINGS["fault -> pod status Unhealthy (s)"] = time.monotonic() - started
+    (shown,) = unhealthy()
+    assert shown["resourceID"].endswith(f"-{device}") and "Xid 74" in shown.get("message", "")
+    with _eviction_controller(node):
+        wait_until(lambda: not node.json("get", "pods")["items"], 60, "the pod evicted")
+    node.kubectl(*fault, "--clear")
+    wait_until(lambda: _taints(node, device) == {}, 10, "the taint removed")
+
+
+def _taints(node: Node, device: str) -> dict[str, str]:
+    (rs,) = node.json("get", "resourceslices")["items"]
+    (found,) = [d for d in rs["spec"]["devices"] if d["name"] == device]
+    return {t["key"]: t["effect"] for t in found.get("taints", [])}
+
+
+@contextlib.contextmanager
+def _eviction_controller(node: Node) -> Iterator[None]:
+    """kubedra's device taint eviction controller against the cluster (the dev cluster's
+    kube-controller-manager runs none)."""
+    env = {**os.environ, "KUBECONFIG": str(node.cluster.kubeconfig)}
+    env.pop("KUBEDRA_STORE", None)
+    proc = subprocess.Popen([sys.executable, "-m", "kubedra", "controller", "run"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 def test_helm_uninstall_leaves_no_kubedra_object(node: Node) -> None:

@@ -18,6 +18,7 @@ from kubedra.driver import publisher
 from kubedra.driver.backends import Backend, inventory_for, open_backend
 from kubedra.driver.claimfiles import ClaimFiles
 from kubedra.driver.health import DEFAULT_EFFECTS, HealthState, Monitor
+from kubedra.driver.health_service import HealthStream
 from kubedra.driver.kubelet import DEFAULT_ROOT, PluginPaths
 from kubedra.driver.logs import get_logger, log_event
 from kubedra.driver.metrics import DriverMetrics
@@ -57,6 +58,7 @@ class _Pool:
     ) -> None:  # fmt: skip
         self.store, self.source, self.state, self.metrics = store, source, state, metrics
         self.health = health
+        self.devices: tuple[str, ...] = ()  # the names of the inventory read last
         self.publisher = publisher.Publisher(store, state.driver, state.node)
         self.interval, self.create_node = interval, create_node
         self.published = False  # at least once since start
@@ -69,6 +71,7 @@ class _Pool:
         server is away."""
         try:
             inventory = inventory or inventory_for(self.source, self.state.driver)
+            self.devices = tuple(d.name for d in inventory.devices)
             self.state.set_devices(inventory.devices)
             if self.create_node:
                 _ensure_node(self.store, self.source, self.state.node)
@@ -83,6 +86,10 @@ class _Pool:
         self.transitions.succeeded(generation=result.generation, slices=len(result.slices))
         self.backoff.reset()
         return self.interval
+
+    def names(self) -> tuple[str, ...]:
+        """The node's devices (those the health monitor checks and the kubelet is told of)."""
+        return self.devices
 
     def ready(self, plugin: PluginServer) -> str | None:
         """`/readyz`: the plugin answers and the node's devices are advertised."""
@@ -139,17 +146,19 @@ def run_driver(
         statuses.start().enqueue_all(state.prepared)  # what a kill or an outage left unwritten
         health = HealthState(driver, health_effects)
         pool = _Pool(store, source, state, metrics, resync_seconds, create_node, health)
+        pool.devices = tuple(d.name for d in inventory.devices)
         wake = threading.Event()  # a health change: publish now, not at the next resync
         monitor = Monitor(
             health,
-            lambda: [d.name for d in inventory_for(source, driver).devices],
+            pool.names,
             source.health_report(paths.plugin_dir),
             lambda changed: _health_changed(changed, health, wake),
             health_seconds,
         )
         monitor.check()  # the first slices already say what is broken
         delay = pool.sync(inventory)
-        server = plugin = PluginServer(state, paths)
+        stream = HealthStream(health, node, pool.names)
+        server = plugin = PluginServer(state, paths, health=stream)
         if metrics_port is not None:
             checks = {"/healthz": plugin.probe, "/readyz": lambda: pool.ready(plugin)}
             port = metrics.serve(metrics_port, checks=checks)

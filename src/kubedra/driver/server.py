@@ -1,7 +1,8 @@
 """The kubelet plugin: gRPC servers on the registration socket and on dra.sock.
 
 dra.sock serves both `k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin` and `...v1beta1.DRAPlugin`
-(advertised in that order); the registration socket serves `pluginregistration.Registration`.
+(advertised in that order), and the device health stream `v1.DRAResourceHealth`; the
+registration socket serves `pluginregistration.Registration`.
 The sockets are created last, once everything is ready, because the kubelet registers the
 plugin as soon as the registration socket appears; they are removed on stop. Socket and
 directory modes are set explicitly (`kubedra.driver.files`), whatever the umask.
@@ -10,6 +11,7 @@ directory modes are set explicitly (`kubedra.driver.files`), whatever the umask.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -25,9 +27,12 @@ from kubedra.driver.grpc_api import (
     dra_v1_grpc,
     dra_v1beta1,
     dra_v1beta1_grpc,
+    health_v1_grpc,
     registration,
     registration_grpc,
 )
+from kubedra.driver.health_service import SERVICE as HEALTH_SERVICE
+from kubedra.driver.health_service import HealthStream
 from kubedra.driver.kubelet import PLUGIN_TYPE, SUPPORTED_VERSIONS, PluginPaths, unix_target
 from kubedra.driver.logs import get_logger, log_event
 from kubedra.driver.prepare import ClaimRef, DeviceState, PrepareResult
@@ -80,15 +85,22 @@ def _servicer(base: type, pb: Any, state: DeviceState, share_ids: bool, version:
 
 
 class RegistrationServicer(registration_grpc.RegistrationServicer):  # type: ignore[misc]
-    def __init__(self, driver: str, endpoint: Path, on_status: Callable[[bool, str], None]) -> None:
+    def __init__(
+        self,
+        driver: str,
+        endpoint: Path,
+        on_status: Callable[[bool, str], None],
+        services: tuple[str, ...] = SUPPORTED_VERSIONS,
+    ) -> None:
         self.driver, self.endpoint, self.on_status = driver, endpoint, on_status
+        self.services = services
 
     def GetInfo(self, request: Any, context: Any) -> Any:
         return registration.PluginInfo(
             type=PLUGIN_TYPE,
             name=self.driver,
             endpoint=str(self.endpoint),
-            supported_versions=list(SUPPORTED_VERSIONS),
+            supported_versions=list(self.services),
         )
 
     def NotifyRegistrationStatus(self, request: Any, context: Any) -> Any:
@@ -97,8 +109,17 @@ class RegistrationServicer(registration_grpc.RegistrationServicer):  # type: ign
 
 
 class PluginServer:
-    def __init__(self, state: DeviceState, paths: PluginPaths, max_workers: int = 8) -> None:
+    def __init__(
+        self,
+        state: DeviceState,
+        paths: PluginPaths,
+        max_workers: int = 8,
+        health: HealthStream | None = None,
+    ) -> None:
+        """`health`: also serve the kubelet's device health stream on dra.sock (and
+        advertise it at registration), which holds one worker for as long as it is open."""
         self.state, self.paths, self.driver = state, paths, state.driver
+        self.health = health
         self.registered = threading.Event()
         self.registration_error = ""
         self._max_workers = max_workers
@@ -110,7 +131,9 @@ class PluginServer:
             self.registered.set()
         else:
             self.registered.clear()
-        log_event(log, "registration status", registered=registered, error=error or None)
+        # No `error` field on success: a log shipper would read `error=null` as a failure.
+        problem = {"error": error} if error else {}
+        log_event(log, "registration status", logging.INFO, registered=registered, **problem)
 
     def _serve(self, socket: Path, add: Callable[[grpc.Server], None], own_dir: bool) -> None:
         files.ensure_dir(socket.parent, files.PLUGIN_DIR_MODE, own=own_dir)
@@ -134,9 +157,15 @@ class PluginServer:
             )
             dra_v1_grpc.add_DRAPluginServicer_to_server(v1, server)
             dra_v1beta1_grpc.add_DRAPluginServicer_to_server(v1beta1, server)
+            if self.health is not None:
+                health_v1_grpc.add_DRAResourceHealthServicer_to_server(self.health, server)
+
+        services = (*SUPPORTED_VERSIONS, *((HEALTH_SERVICE,) if self.health else ()))
 
         def add_registration(server: grpc.Server) -> None:
-            servicer = RegistrationServicer(self.driver, self.paths.dra_socket, self._on_status)
+            servicer = RegistrationServicer(
+                self.driver, self.paths.dra_socket, self._on_status, services
+            )
             registration_grpc.add_RegistrationServicer_to_server(servicer, server)
 
         self._serve(self.paths.dra_socket, add_dra, own_dir=True)

@@ -12,7 +12,12 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PROTOS = ("dra_v1.proto", "dra_v1beta1.proto", "pluginregistration.proto")
+PROTOS = (
+    "dra_v1.proto",
+    "dra_v1beta1.proto",
+    "dra_health_v1.proto",
+    "pluginregistration.proto",
+)
 _IMPORT = re.compile(r"^import (\w+_pb2) as (\w+)$", re.MULTILINE)
 
 
