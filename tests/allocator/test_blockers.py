@@ -67,6 +67,7 @@ def partitions(*sizes: str) -> list[ResourceSlice]:
 
 
 SHARED = [slice_("s", [dev("device-0", capacity={"bw": "10"}, allowMultipleAllocations=True)])]
+WITH_NIC = [*numa_devices(1, 2), slice_("n", [dev("nic-0")], driver="driver-b", pool="pool-2")]
 
 
 @dataclass
@@ -90,6 +91,13 @@ ROWS = [
         "2 device(s) in the node's pools, 3 needed"),
     Row("class-selectors", [claim("c", req(cls="class-b"))], numa_devices(1, 2), "class selectors", 0, 1,
         "class class-b admits 0 of the node's 2 device(s), 1 needed"),
+    # A stage short of devices also names the later ones that leave fewer still.
+    Row("in-pools-then-class", [claim("c", req(cls="class-b", count=4))], WITH_NIC, "in pools", 3, 4,
+        "3 device(s) in the node's pools, 1 pass class class-b, 4 needed"),
+    Row("class-then-selectors",
+        [claim("c", req(count=3, selectors=['device.attributes["driver-a"].numa == 1']))], WITH_NIC,
+        "class selectors", 2, 3,
+        "class class-a admits 2 of the node's 3 device(s), 1 pass the request's selectors, 3 needed"),
     Row("binding-conditions-off", [claim("c", req())],
         [slice_("s", [dev("device-0", bindingConditions=["ready"], bindingFailureConditions=["failed"])])],
         "class selectors", 0, 1, "class class-a admits 0 of the node's 1 device(s) (1 need binding "
@@ -215,3 +223,72 @@ def test_a_class_blocker_suggests_a_class_that_admits_enough() -> None:
     assert fix(req(cls="class-b", count=2)) == "class class-a would admit 2"
     # The request's own selectors still apply under the other class: one device is too few.
     assert fix(req(cls="class-b", count=2, selectors=['device.attributes["driver-a"].numa == 1'])) == ""
+
+
+# The short form (the PodScheduled condition's, the nearest node's) names what each number
+# counts: never "class X admits 0 of 1 devices" where the 1 is the count needed.
+SHORTS = {
+    "in-pools": "2 devices on the node, 3 needed",
+    "in-pools-then-class": "3 devices on the node, 1 of class class-b, 4 needed",
+    "class-selectors": "0 devices of class class-b, 1 needed",
+    "class-then-selectors": "2 devices of class class-a, 1 pass the selectors, 3 needed",
+    "request-selectors": "0 of the 2 devices of class class-a pass the selectors, 1 needed",
+    "taint": "1 of 2 matching devices untainted, 2 needed",
+    "free": "1 of 3 matching devices free, 2 needed",
+    "match-attribute": "at most 2 devices share one driver-a/numa, 3 needed",
+    "distinct-attribute": "2 distinct driver-a/numa values, 3 needed",
+}
+
+
+def _blocker(row: Row) -> Blocker:
+    state = AllocatedState.from_claims(row.others)
+    e = explain(row.claims, NODE1, Inventory.build(row.slices), CLASSES, state,
+                holders=holders_of(row.others), **row.options)  # fmt: skip
+    (b,) = e.blockers
+    return b
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r.id in SHORTS], ids=lambda r: r.id)
+def test_short_form_names_what_each_number_counts(row: Row) -> None:
+    assert _blocker(row).short == SHORTS[row.id]
+
+
+# Whether the node could hold the claim with every device free, and if not, the blocker on
+# the node so emptied: from the stage, from the release check, else a search.
+EVER = {
+    "in-pools": (False, "in pools"),
+    "request-selectors": (False, "request selectors"),
+    "taint": (False, "untainted"),  # a taint stays when the devices are freed
+    "free": (True, None),  # a release was found
+    "free-release-would-not-help": (False, "matchAttribute"),  # no two devices share a numa
+    "all-mode-busy": (True, None),
+    "match-attribute": (False, "matchAttribute"),
+    "claims-together": (False, "claims together"),
+    "requests-together": (False, "requests together"),
+}
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r.id in EVER], ids=lambda r: r.id)
+def test_a_blocker_says_whether_the_node_could_ever_hold_the_claim(row: Row) -> None:
+    b = _blocker(row)
+    fits, kind = EVER[row.id]
+    assert b.fits_free is fits
+    assert (b.limit.kind if b.limit is not None else None) == kind
+
+
+def test_a_blocker_measures_the_devices_the_claim_selects_and_those_free() -> None:
+    """What ranks nodes for "nearest": devices passing the selectors and free now, each
+    request's counted up to what it needs, and what the claim needs of one node."""
+    slices = [*numa_devices(1, 1, 1, 2), slice_("n", [dev("nic-0")], driver="driver-b", pool="pool-2")]
+    c = claim("c", req("gpus", count=3, selectors=['device.attributes["driver-a"].numa == 1']),
+              req("nics", "class-b", count=2), constraints=[match(NUMA, "gpus")])  # fmt: skip
+    others = [held("x", "device-0")]
+    e = explain([c], NODE1, Inventory.build(slices), CLASSES, AllocatedState.from_claims(others))
+    (b,) = e.blockers
+    assert (b.kind, b.matching, b.usable, b.needed) == ("free", 4, 3, 5)
+    assert b.wants == ("3 devices of class class-a matching its selectors and 2 devices of class "
+                       "class-b, gpus sharing one driver-a/numa")
+    # The gpus are short of free devices only; with all free, the nics still lack the class.
+    assert b.fits_free is False and b.limit is not None
+    assert (b.limit.kind, b.limit.request, b.limit.short) == (
+        "class selectors", "nics", "1 device of class class-b, 2 needed")

@@ -81,9 +81,9 @@ def test_four_gpus_on_one_root_named_in_explain_schedule_and_condition(cluster: 
     out = _schedule(cluster)
     # The b200's GPUs went to the holder first: there, fewer are free than needed.
     assert out["pod/p1"] == (
-        "unschedulable: 0/2 nodes are available: 1 cannot allocate all claims (gpus: 2 of 4 "
-        "devices free), 1 cannot allocate all claims (gpus: at most 2 of 4 devices share one "
-        f"{ROOT}).")
+        "unschedulable: 0/2 nodes are available: 1 cannot allocate all claims (gpus: 2 of 8 "
+        "matching devices free, 4 needed), 1 cannot allocate all claims (gpus: at most 2 devices "
+        f"share one {ROOT}, 4 needed).")
     assert out["pod/holder"].startswith("-> b200x8-0")
     got = json.loads(kubedra("--store", cluster, "get", "pod", "p1", "-o", "json").stdout)
     pod = got["items"][0] if "items" in got else got
@@ -92,8 +92,11 @@ def test_four_gpus_on_one_root_named_in_explain_schedule_and_condition(cluster: 
     text = kubedra("--store", cluster, "explain", "pod", "p1").stdout.splitlines()
     assert (f"    blocked: default/four-on-one-root gpus: matchAttribute {ROOT}: at most 2 of the "
             "4 devices share one value (pci0000:10), 4 needed") in text
-    assert (f"  nearest: h100x8-0: default/four-on-one-root gpus: at most 2 of 4 devices share one "
-            f"{ROOT}; no eligible node has 4 candidate devices sharing one value") in text
+    # Two GPUs per root on both nodes: no node could ever hold it, said first, with the kind
+    # of node that would; the nearest is the one with the most of it free (not the b200).
+    assert (f"  default/four-on-one-root: no node of the cluster can hold it, even with all devices "
+            f"free: it needs a node with 4 devices of class nvidia-gpu sharing one {ROOT}; nearest: "
+            f"h100x8-0: gpus: at most 2 devices share one {ROOT}, 4 needed") in text
 
 
 def test_gpu_nic_pairs_blocker_in_json(cluster: str) -> None:

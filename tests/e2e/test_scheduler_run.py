@@ -91,8 +91,8 @@ def test_a_pod_that_fits_nowhere_says_why_on_its_condition_and_event(
     (event,) = failed()
     assert event["reportingComponent"] == "kubedra" and event["type"] == "Warning"
     # kube-scheduler's form, with kubedra's blocker in brackets (upstream: the summary alone).
-    summary = (f"0/2 nodes are available: 2 cannot allocate all claims (gpus: class {GPU_CLASS} "
-               "admits 8 of 9 devices).")
+    summary = (f"0/2 nodes are available: 2 cannot allocate all claims (gpus: 8 devices of class "
+               f"{GPU_CLASS}, 9 needed).")
     assert event["message"].startswith(f"{summary} kubedra: on node gpu-000")
     assert "gpus (need 9): 12 in pools -> 8 class selectors" in event["message"]
     pod = gpus.get(Pod, "too-big")

@@ -33,14 +33,14 @@ def test_constraint_named_in_condition_and_event(tmp_path: Path) -> None:
     gpu_pod(store, "p", template="root4")
     events = Events()
     Scheduler(store, recorder=events).run_once()
-    short = f"cannot allocate all claims (gpus: at most 2 of 4 devices share one {ROOT})"
+    short = f"cannot allocate all claims (gpus: at most 2 devices share one {ROOT}, 4 needed)"
     assert _condition(store, "p") == f"0/2 nodes are available: 2 {short}."
     (event,) = events.events
     assert " kubedra: on node n1, default/p-gpus-" in event.note  # the generated claim
     assert f"gpus: matchAttribute {ROOT}: at most 2 of the 4 devices share one value" in event.note
     # the nearest-node hint, short, as `kubedra explain` words it
-    assert re.search(rf"; nearest: n[12]: default/p-gpus-\w+ gpus: at most 2 of 4 devices share "
-                     rf"one {ROOT}; no eligible node has 4 candidate devices sharing one value$",
+    assert re.search(rf"; nearest: n[12]: default/p-gpus-\w+ gpus: at most 2 devices share "
+                     rf"one {ROOT}, 4 needed; no eligible node has 4 candidate devices sharing one value$",
                      event.note), event.note
 
 
@@ -54,7 +54,7 @@ def test_event_names_the_claim_whose_release_makes_it_fit(tmp_path: Path) -> Non
     scheduler = Scheduler(store, recorder=events)
     scheduler.run_once()
     assert _condition(store, "second") == (
-        "0/1 nodes are available: 1 cannot allocate all claims (gpus: 0 of 2 devices free).")
+        "0/1 nodes are available: 1 cannot allocate all claims (gpus: 0 of 2 matching devices free, 2 needed).")
     note = events.events[-1].note
     assert re.search(r"; default/second-gpus-\w+ gpus: fits on n1 if claim\(s\) default/first-gpus-\w+ were released$", note), note
 
@@ -71,10 +71,10 @@ def test_diagnosis_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     events = Events()
     Scheduler(store, recorder=events).run_once()
     assert _condition(store, "p") == (
-        "0/3 nodes are available: 2 cannot allocate all claims (gpus: 1 of 3 devices on the node), "
+        "0/3 nodes are available: 2 cannot allocate all claims (gpus: 1 device on the node, 3 needed), "
         "1 cannot allocate all claims.")
     (event,) = events.events
-    assert re.search(r"kubedra: on node n2, .*; nearest: n2: default/p-gpus-\w+ gpus: 2 of 3 devices on the node$", event.note), event.note
+    assert re.search(r"kubedra: on node n2, .*; nearest: n2: default/p-gpus-\w+ gpus: 2 devices on the node, 3 needed$", event.note), event.note
 
 
 def test_pod_over_the_results_limit_is_told_so_and_offered_no_node(tmp_path: Path) -> None:

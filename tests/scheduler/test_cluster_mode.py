@@ -110,7 +110,7 @@ def test_failed_scheduling_events_carry_the_explanation_once_per_reason(store: S
     assert (event.type, event.reason, event.action) == ("Warning", "FailedScheduling", "Scheduling")
     assert event.note.startswith(
         "0/2 nodes are available: 2 cannot allocate all claims "
-        "(gpus: 2 of 3 devices on the node). kubedra: "
+        "(gpus: 2 devices on the node, 3 needed). kubedra: "
     )
     assert "gpus (need 3): 2 in pools -> 2 class selectors" in event.note
     gpu_pod(store, "small", template="one")

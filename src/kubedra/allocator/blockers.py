@@ -24,7 +24,14 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from kubedra.allocator.explain import STAGES, Blocker, Unsatisfiable, reached, short_counter
+from kubedra.allocator.explain import (
+    STAGES,
+    Blocker,
+    RequestFunnel,
+    Unsatisfiable,
+    reached,
+    short_counter,
+)
 from kubedra.allocator.inventory import DeviceEntry
 from kubedra.allocator.search import ReqData, Search, _Constraint, claim_name, tolerates
 from kubedra.allocator.state import AllocatedState
@@ -52,14 +59,104 @@ def holders_of(claims: Iterable[ResourceClaim]) -> dict[DeviceRef, list[str]]:
 
 def diagnose(u: Unsatisfiable, holders: Holders = _NO_HOLDERS) -> tuple[Blocker, ...]:
     """The blockers of a node where allocation failed: per claim, its first blocked request
-    or constraint; when every claim looks satisfiable alone, the combination that is not."""
+    or constraint; when every claim looks satisfiable alone, the combination that is not.
+    Each is measured for ranking nodes, and says whether the node could hold the claim at
+    all (with every device free)."""
     if u.search is None:
         return u.blockers
     search = u.search
     found = [b for ci in range(len(search.reqs)) if (b := _claim(search, ci, holders))]
     if not found and (together := _together(search)) is not None:
         found.append(together)
-    return tuple(_with_release(search, b, holders) for b in found)
+    return tuple(_measured(search, u.funnels, _with_release(search, b, holders)) for b in found)
+
+
+# --- how near, and whether ever -----------------------------------------------------------
+
+STATIC = frozenset(STAGES[:3]) | {"results limit"}  # kinds no free device would lift
+
+
+def _measured(search: Search, funnels: Sequence[RequestFunnel], b: Blocker) -> Blocker:
+    """`b` with the claim's devices that pass its selectors and those usable now (from the
+    node's funnels), what it needs of a node, and whether it fits here with every device
+    free: known from the stage when the node lacks the devices, from the release check when
+    one was found, else by one bounded search on the node emptied."""
+    names = [claim_name(c) for c in search.claims]
+    if b.claim not in names:
+        return b
+    ci = names.index(b.claim)
+    matching, usable, needed = _nearness([f for f in funnels if f.claim == b.claim])
+    b = replace(b, matching=matching, usable=usable, needed=needed, wants=_wants(search, ci))
+    if b.kind in STATIC:
+        return replace(b, fits_free=False, limit=b)
+    if b.release:
+        return replace(b, fits_free=True)
+    if _untouched(search):  # nothing here is held: the node emptied is the node as it is
+        return replace(b, fits_free=False, limit=b)
+    together = b.kind == "claims together"
+    claims = search.claims[: ci + 1] if together else [search.claims[ci]]
+    empty = _trial(search, claims, AllocatedState(sharing=search.state.sharing))
+    fits = _run(empty)
+    if fits is not False:
+        return replace(b, fits_free=fits)
+    limit = None if together else _claim(empty, 0, _NO_HOLDERS)
+    if limit is None:
+        limit = _together(empty)
+    return replace(b, fits_free=False, limit=limit)
+
+
+def _untouched(search: Search) -> bool:
+    """No device of the node's pools is allocated, shared or has capacity consumed."""
+    state = search.state
+    if not (state.devices or state.shared or state.capacity):
+        return True
+    return not any(
+        state.is_allocated(e.ref) or e.ref in state.capacity
+        for pool in search.pools
+        for e in [*(d for d, _ in pool.devices), *pool.other_devices]
+    )
+
+
+def _nearness(funnels: Sequence[RequestFunnel]) -> tuple[int, int, int]:
+    """(devices passing the selectors, usable now, needed) of one claim's funnels, each
+    request's counted up to what it needs; of subrequests, the one that comes nearest."""
+    best: dict[str, tuple[float, float, int, int, int]] = {}
+    for f in funnels:
+        need = max(f.wanted, 1)
+        matching, usable = min(f.request_selectors, need), min(f.fit, need)
+        mine = (matching / need, usable / need, matching, usable, need)
+        parent = f.request.split("/")[0]
+        if parent not in best or mine > best[parent]:
+            best[parent] = mine
+    return (
+        sum(x[2] for x in best.values()),
+        sum(x[3] for x in best.values()),
+        sum(x[4] for x in best.values()),
+    )
+
+
+def _wants(search: Search, ci: int) -> str:
+    """What claim `ci` needs of one node: its requests, then its constraints."""
+    requests = search.reqs[ci]
+    parts = [" or ".join(_wanted(rd) for rd in subs) for subs in requests]
+    text = " and ".join(parts)
+    every = {subs[0].parent or subs[0].name for subs in requests}
+    sep = ", " if len(requests) > 1 else " "
+    for c in search.constraints[ci]:
+        scope = sorted(c.requests) if c.requests and set(c.requests) != every else []
+        who = f"{' and '.join(scope)} " if scope else ""
+        if c.kind == "matchAttribute":
+            text += f"{sep}{who}sharing one {c.attribute}"
+        else:
+            text += f"{sep}{who}each with its own {c.attribute}"
+    return text
+
+
+def _wanted(rd: ReqData) -> str:
+    which = f"of class {rd.klass.name}" + (" matching its selectors" if rd.selectors else "")
+    if rd.all_mode:
+        return f"every device {which} (at least one)"
+    return f"{_devices(rd.count)} {which}"
 
 
 def _with_release(search: Search, b: Blocker, holders: Holders) -> Blocker:
@@ -153,9 +250,8 @@ def _request(search: Search, rd: ReqData, holders: Holders) -> Blocker | None:
     counts = [sum(1 for _, n in passed if n > stage) for stage in range(_FIT)]
     for stage, have in enumerate(counts):
         if have < rd.count:
-            prev = counts[stage - 1] if stage else have
             stopped = [e for e, n in passed if n == stage]
-            return _stage(search, rd, stage, have, prev, stopped, holders)
+            return _stage(search, rd, stage, counts, stopped, holders)
     return None
 
 
@@ -172,37 +268,54 @@ def _blocker(
     return Blocker(kind, claim, rd.full, have, rd.count, detail, short, holders)
 
 
+def _devices(n: int) -> str:
+    return f"{n} device" if n == 1 else f"{n} devices"
+
+
 def _stage(
     search: Search,
     rd: ReqData,
     stage: int,
-    have: int,
-    prev: int,
+    counts: list[int],
     stopped: list[DeviceEntry],
     holders: Holders,
 ) -> Blocker:
-    """The blocker at funnel `stage`: `have` devices passed it, `prev` reached it, and
-    `stopped` are those it rejected."""
+    """The blocker at funnel `stage`, the first with fewer devices than needed: `counts` are
+    the devices past each stage, and `stopped` those this stage rejected. Each number says
+    what it counts; a node's own shortfall (pools, class, selectors) also names the later of
+    these stages that leave fewer still, so "12 on the node" never hides "8 of the class"."""
     need, cls = rd.count, rd.klass.name
+    have, prev = counts[stage], counts[stage - 1] if stage else counts[stage]
+    needed = f", {need} needed"
     if stage == 4:
-        detail = f"{have} of {prev} matching device(s) free, {need} needed"
-        short = f"{have} of {need} devices free"
+        detail = f"{have} of {prev} matching device(s) free{needed}"
+        short = f"{have} of {prev} matching devices free{needed}"
         return _blocker(search, rd, "free", have, detail, short, _held(stopped, holders))
     if stage == 5:
         return _fit(search, rd, have, prev, stopped, holders)
-    of = f"{have} of {need} devices"
+    # The static stages that follow and leave fewer still, for detail and short.
+    later = [(s, counts[s]) for s in range(stage + 1, 3) if counts[s] < counts[s - 1]]
+    long_later = "".join(
+        f", {n} pass class {cls}" if s == 1 else f", {n} pass the request's selectors"
+        for s, n in later
+    )
+    short_later = "".join(
+        f", {n} of class {cls}" if s == 1 else f", {n} pass the selectors" for s, n in later
+    )
     if stage == 0:
-        detail, short = f"{have} device(s) in the node's pools", f"{of} on the node"
+        detail = f"{have} device(s) in the node's pools{long_later}"
+        short = f"{_devices(have)} on the node{short_later}{needed}"
     elif stage == 1:
         detail = f"class {cls} admits {have} of the node's {prev} device(s)"
-        short = f"class {cls} admits {of}"
         gated = sum(1 for e in stopped if e.binding)
         if gated and not search.features.binding_conditions:
             # Upstream skips devices with binding conditions while the feature is off.
             detail += f" ({gated} need binding conditions, a feature that is off)"
+        detail += long_later
+        short = f"{_devices(have)} of class {cls}{short_later}{needed}"
     elif stage == 2:
         detail = f"the request's selectors admit {have} of {prev} device(s) of class {cls}"
-        short = f"selectors admit {of}"
+        short = f"{have} of the {_devices(prev)} of class {cls} pass the selectors{needed}"
     else:
         taint = next(
             t
@@ -214,8 +327,8 @@ def _stage(
             f"{len(stopped)} of {prev} matching device(s) have a taint the request does not "
             f"tolerate ({taint.key}={taint.value or ''}:{taint.effect}), {have} left"
         )
-        short = f"{of} untainted"
-    blocker = _blocker(search, rd, STAGES[stage], have, f"{detail}, {need} needed", short)
+        short = f"{have} of {prev} matching devices untainted{needed}"
+    blocker = _blocker(search, rd, STAGES[stage], have, detail + needed, short)
     return replace(blocker, fix=_other_class(search, rd)) if stage == 1 else blocker
 
 
@@ -304,7 +417,8 @@ def _capacity(
         short = f"capacity {name}: {remaining} left, {asked} asked"
         return _blocker(search, rd, "capacity", have, detail, short, _held([entry], holders))
     detail = f"the free devices' capacity does not admit the request; {tail}"
-    return _blocker(search, rd, "capacity", have, detail, f"{have} of {rd.count} devices fit")
+    short = f"{have} of {len(stopped) + have} free devices fit, {rd.count} needed"
+    return _blocker(search, rd, "capacity", have, detail, short)
 
 
 def _all_mode(search: Search, rd: ReqData, holders: Holders) -> Blocker | None:
@@ -373,7 +487,7 @@ def _constraint(search: Search, c: _Constraint, rds: list[ReqData]) -> Blocker |
             f"distinctAttribute {c.attribute}: {distinct} distinct value(s) among the "
             f"candidates, {need} devices need one each"
         )
-        short = f"{distinct} distinct {c.attribute} values for {need} devices"
+        short = f"{distinct} distinct {c.attribute} values, {need} needed"
         return Blocker(c.kind, claim, names, distinct, need, detail, short)
     values: set[tuple[str, object]] = set().union(*(counts for _, counts in per_request))
     if not values:
@@ -394,26 +508,36 @@ def _constraint(search: Search, c: _Constraint, rds: list[ReqData]) -> Blocker |
         f"({best[1]}{split}), {need} needed"
     )
     return Blocker(c.kind, claim, names, have, need, detail,
-                   f"at most {have} of {need} devices share one {c.attribute}")  # fmt: skip
+                   f"at most {_devices(have)} {'shares' if have == 1 else 'share'} one "
+                   f"{c.attribute}, {need} needed")  # fmt: skip
 
 
 # --- combinations -------------------------------------------------------------------------
+
+
+def _trial(search: Search, claims: Sequence[ResourceClaim], state: AllocatedState) -> Search:
+    """A bounded search for `claims` on the node of `search`, given `state`."""
+    return Search(
+        claims, search.node, search.inventory, search.classes, state,
+        features=search.features, order=None, strict_cel=search.strict,
+        timeout_s=search.timeout_s, max_steps=TOGETHER_STEPS,
+    )  # fmt: skip
+
+
+def _run(trial: Search) -> bool | None:
+    """Does the trial find an allocation (None: it could not tell, or failed)?"""
+    try:
+        trial.prepare()
+        return trial.run()
+    except AllocationError:
+        return None
 
 
 def _fits(
     search: Search, claims: Sequence[ResourceClaim], state: AllocatedState | None = None
 ) -> bool | None:
     """Do `claims` fit together on the node (None: the bounded search could not tell)?"""
-    trial = Search(
-        claims, search.node, search.inventory, search.classes, state or search.state,
-        features=search.features, order=None, strict_cel=search.strict,
-        timeout_s=search.timeout_s, max_steps=TOGETHER_STEPS,
-    )  # fmt: skip
-    try:
-        trial.prepare()
-        return trial.run()
-    except AllocationError:
-        return None
+    return _run(_trial(search, claims, state or search.state))
 
 
 def _together(search: Search) -> Blocker | None:

@@ -82,6 +82,18 @@ class Blocker:
     holders: tuple[tuple[str, int], ...] = ()  # (claim, devices it holds that would help)
     release: tuple[str, ...] = ()  # claims whose release makes the node fit (checked)
     fix: str = ""  # a cheap suggestion, e.g. another class that admits enough devices
+    # How near the node comes to what the claim needs, for ranking nodes ("nearest"): its
+    # devices that pass the claim's selectors, then those also untainted, free and fitting
+    # now, each request's counted up to what it needs (firstAvailable: its best subrequest),
+    # and the devices the claim needs (0: not measured).
+    matching: int = 0
+    usable: int = 0
+    needed: int = 0
+    # Would the claim fit here with every device free (None: not known), and when not, its
+    # blocker on the node so emptied: the node lacks the devices, not free ones.
+    fits_free: bool | None = None
+    limit: Blocker | None = None
+    wants: str = ""  # what the claim needs of one node, e.g. "16 devices of class gpu"
 
     def __str__(self) -> str:
         where = f"{self.claim} {self.request}" if self.request else self.claim

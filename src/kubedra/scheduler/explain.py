@@ -6,7 +6,9 @@ excluded it, or for each request the device funnel (in pools -> class selectors 
 selectors -> untainted -> free -> fit), the allocator's one-line summary, and the blockers:
 the stage that stopped each claim there, with its numbers (kubedra's; upstream says "cannot
 allocate all claims"). `what_would_fit` then answers, where that is cheap, what the nearest
-node lacks.
+node lacks (nearest by what the claim needs: devices passing its selectors, then free ones),
+and first, for a claim that no node of the cluster could hold even with all its devices
+free, the kind of node that would.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def explain_claims(
             group.fits,
             group.summary,
             tuple(f.counts for f in group.funnels),
-            tuple(b.detail for b in group.blockers),
+            tuple((b.detail, b.fits_free, b.limit and b.limit.detail) for b in group.blockers),
         )
         groups.setdefault(key, []).append(node.name)
         info.setdefault(key, group)
@@ -106,10 +108,11 @@ def _outcome(
 
 
 def what_would_fit(groups: Sequence[NodeGroup]) -> list[str]:
-    """Where nothing fits, what would (`hints`), judged on each group's first node."""
+    """Where nothing fits, what would (`hints`), judged on each group's first node: the
+    groups are every node of the cluster, so a claim no node could ever hold says so."""
     if any(g.fits for g in groups):
         return []
-    return hints((g.nodes[0], g.blockers) for g in groups)
+    return hints(((g.nodes[0], g.blockers) for g in groups), every_node=True)
 
 
 def group_reason(group: NodeGroup) -> str:
@@ -145,6 +148,11 @@ def group_json(group: NodeGroup) -> dict[str, Any]:
                 "heldBy": {claim: n for claim, n in b.holders},
                 "fitsIfReleased": list(b.release),
                 "suggestion": b.fix or None,
+                "devicesMatching": b.matching,
+                "devicesUsable": b.usable,
+                "devicesNeeded": b.needed,
+                "fitsWithAllDevicesFree": b.fits_free,
+                "limit": None if b.limit is None else b.limit.short,
             }
             for b in group.blockers
         ],
