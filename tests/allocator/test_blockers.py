@@ -108,7 +108,7 @@ ROWS = [
     Row("taint", [claim("c", req(count=2, tolerations=[{"key": "ok", "operator": "Exists"}]))],
         [slice_("s", [dev("device-0", taints=[{"key": "ok", "effect": "NoSchedule"}, TAINT]), dev("device-1")])],
         "untainted", 1, 2,
-        "1 of 2 matching device(s) have a taint the request does not tolerate (k=v:NoSchedule), 1 left"),
+        "1 of 2 matching device(s) have a taint the request does not tolerate: device-0 (k=v:NoSchedule); 1 left"),
     Row("free", [claim("c", req(count=2))], numa_devices(1, 2, 3), "free", 1, 2,
         "1 of 3 matching device(s) free, 2 needed", others=[held("x", "device-0"), held("y", "device-1")],
         holders=(("default/x", 1), ("default/y", 1)), release=("default/x",)),

@@ -16,6 +16,7 @@ import pytest
 from kubedra.api.codec import decode_object
 from kubedra.api.core import Pod
 from kubedra.api.resource import ResourceClaim, ResourceSlice
+from kubedra.cli.cluster import create_nodes
 from kubedra.cluster import SqliteStore
 from kubedra.controllers.taint_eviction import DeviceTaintEvictionController
 from kubedra.driver import faults
@@ -137,3 +138,23 @@ def test_fault_reaches_only_the_named_nodes_driver(tmp_path: Path) -> None:
         faults.inject(folder, "n2", "gpu-0", FaultKind.ECC)
     with pytest.raises(ValueError, match="does not exist"):
         faults.inject(tmp_path / "nope", "n1", "gpu-0", FaultKind.ECC)
+
+
+def test_explain_names_the_unhealthy_devices_a_pod_waits_for(tmp_path: Path) -> None:
+    """A pod that waits because every device it could use is tainted unhealthy is told so,
+    and which devices carry which taint."""
+    store = SqliteStore(tmp_path / "state.db")
+    create_nodes(store, [("h100x8", 1)])
+    rule = {"apiVersion": "resource.k8s.io/v1beta2", "kind": "DeviceTaintRule",
+            "metadata": {"name": "lost"},
+            "spec": {"deviceSelector": {"driver": GPU, "device": "gpu-0"},
+                     "taint": {"key": f"{GPU}/gpu-lost", "effect": "NoExecute"}}}  # fmt: skip
+    store.create(decode_object(rule).obj)
+    store.create(decode_object(GPU_CLASS).obj)
+    gpu_template(store, "all8", 8)
+    gpu_pod(store, "big", template="all8")
+    Scheduler(store).run_once()
+    run = subprocess.run([sys.executable, "-m", "kubedra", "--store", str(tmp_path / "state.db"),
+                          "explain", "pod", "big"], capture_output=True, text=True, check=False)  # fmt: skip
+    assert "7 of 8 matching devices untainted" in run.stdout or "have a taint" in run.stdout, run.stdout
+    assert f"gpu-0 ({GPU}/gpu-lost:NoExecute)" in run.stdout

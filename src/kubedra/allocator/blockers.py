@@ -317,19 +317,34 @@ def _stage(
         detail = f"the request's selectors admit {have} of {prev} device(s) of class {cls}"
         short = f"{have} of the {_devices(prev)} of class {cls} pass the selectors{needed}"
     else:
-        taint = next(
-            t
-            for t in stopped[0].taints
-            if t.effect in ("NoSchedule", "NoExecute")
-            and not any(tolerates(tol, t.key, t.value or "", t.effect) for tol in rd.tolerations)
-        )
         detail = (
             f"{len(stopped)} of {prev} matching device(s) have a taint the request does not "
-            f"tolerate ({taint.key}={taint.value or ''}:{taint.effect}), {have} left"
+            f"tolerate: {_tainted(stopped, rd)}; {have} left"
         )
         short = f"{have} of {prev} matching devices untainted{needed}"
     blocker = _blocker(search, rd, STAGES[stage], have, detail + needed, short)
     return replace(blocker, fix=_other_class(search, rd)) if stage == 1 else blocker
+
+
+def _tainted(stopped: list[DeviceEntry], rd: ReqData, names: int = 4) -> str:
+    """Which devices carry which taint (a driver's health taints say what broke: a device
+    fallen off the bus, an Xid with its code): `gpu-0, gpu-3 (gpu.nvidia.com/gpu-lost:
+    NoExecute)`, the first few names of each taint."""
+    by_taint: dict[str, list[str]] = {}
+    for entry in stopped:
+        for t in entry.taints:
+            untolerated = not any(
+                tolerates(tol, t.key, t.value or "", t.effect) for tol in rd.tolerations
+            )
+            if t.effect in ("NoSchedule", "NoExecute") and untolerated:
+                taint = f"{t.key}{f'={t.value}' if t.value else ''}:{t.effect}"
+                by_taint.setdefault(taint, []).append(entry.device.name)
+    parts = []
+    for taint, devices in sorted(by_taint.items()):
+        shown = ", ".join(sorted(devices)[:names])
+        more = f", +{len(devices) - names}" if len(devices) > names else ""
+        parts.append(f"{shown}{more} ({taint})")
+    return "; ".join(parts)
 
 
 def _other_class(search: Search, rd: ReqData) -> str:

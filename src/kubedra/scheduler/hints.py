@@ -53,6 +53,8 @@ def _never(items: list[tuple[str, Blocker]]) -> str:
     node, b = max(items, key=lambda x: _closeness(x[1]))
     limit = b.limit or b
     who = f"{node}: {limit.request}" if limit.request else node
+    if limit.kind == "untainted":  # the devices exist, but are tainted (unhealthy, drained)
+        return f"{b.claim}: the devices that would do are tainted; nearest: {who}: {limit.detail}"
     line = f"{b.claim}: no node of the cluster can hold it, even with all devices free"
     if b.wants:
         line += f": it needs a node with {b.wants}"
