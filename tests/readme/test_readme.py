@@ -25,9 +25,10 @@ NOT_RUN = {"make test": "this test is part of `make test`"}
 # A block starting a dev cluster needs upstream's binaries: tests/e2e/test_readme_cluster.py
 # runs those, in `make e2e`.
 REAL_CLUSTER = "kubedra dev-cluster up"
-# A block for the reader's own cluster (their kubeconfig, helm) cannot run here; it is
-# checked for shell syntax only.
-YOUR_CLUSTER = ("~/.kube/config", "helm install")
+# A block for the reader's own cluster (their kubeconfig, helm) or for a driver running on
+# their node cannot run here; it is checked for shell syntax only (e2e tests run the same
+# commands: tests/driver/test_health.py, tests/e2e/test_real_node.py).
+YOUR_CLUSTER = ("~/.kube/config", "helm install", "kubedra driver fault")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
