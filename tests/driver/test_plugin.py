@@ -265,7 +265,7 @@ def test_run_driver_simulated_end_to_end(store, short_dir):
     thread = threading.Thread(
         target=run_driver,
         args=(store, GPU, "sim-1", "simulated", "h100x8", root, cdi, port, stop),
-        kwargs={"ready": ready, "resync_seconds": 0.2},
+        kwargs={"ready": ready, "resync_seconds": 0.2, "sample_seconds": 0.2},
     )
     thread.start()
     try:
@@ -292,6 +292,20 @@ def test_run_driver_simulated_end_to_end(store, short_dir):
         assert 'kubedra_driver_published_devices{driver="gpu.nvidia.com",node="sim-1"} 8.0' in body
         assert 'kubedra_driver_prepared_claims{driver="gpu.nvidia.com",node="sim-1"} 1.0' in body
         assert "kubedra_driver_claim_operation_duration_seconds_bucket" in body
+        # The held device's figures follow its claim: busy, labelled with the claim.
+        held = 'claim="sim",device="gpu-2"'
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            busy = [line for line in body.splitlines()
+                    if line.startswith("kubedra_device_utilization_ratio{") and held in line]  # fmt: skip
+            if busy and float(busy[0].rsplit(" ", 1)[1]) > 0.5:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"no busy series for gpu-2:\n{body}")
+        series = [line for line in body.splitlines() if line.startswith("kubedra_device_utilization_ratio{")]
+        assert len(series) == 8
     finally:
         stop.set()
         thread.join(20)

@@ -70,6 +70,19 @@ def driver() -> None:
     help="The taint effect per fault severity: degraded (thermal, power) and failed (GPU "
     "lost, Xid, double-bit ECC); None, NoSchedule or NoExecute.",
 )
+@click.option(
+    "--ignored-xids",
+    default="",
+    help="Xid codes that leave a GPU healthy: a list, +CODES to add to NVIDIA's application "
+    "errors (13,31,43,45,68,109, the default), or none.",
+)
+@click.option(
+    "--metrics-interval",
+    type=click.FloatRange(min=0.1),
+    default=5.0,
+    show_default=True,
+    help="Seconds between two samplings of the devices' figures (utilization, memory, ...).",
+)
 @_with_dirs
 @click.pass_obj
 @fails_cleanly
@@ -82,6 +95,8 @@ def run(
     metrics_port: int | None,
     log_format: str,
     health_effects: str,
+    ignored_xids: str,
+    metrics_interval: float,
     plugin_root: str,
     plugin_dir: Path | None,
     registry_dir: Path | None,
@@ -89,6 +104,7 @@ def run(
 ) -> None:
     """Publish the node's devices and serve the kubelet plugin until SIGINT/SIGTERM."""
     from kubedra.driver import DEFAULT_CDI_DIR, run_driver
+    from kubedra.driver.backends import parse_xids
     from kubedra.driver.health import parse_effects
     from kubedra.driver.logs import configure_logging
 
@@ -109,6 +125,8 @@ def run(
         registry_dir=registry_dir,
         create_node=not settings.backend.is_kubernetes(),
         health_effects=parse_effects(health_effects),
+        ignored_xids=parse_xids(ignored_xids) if ignored_xids else None,
+        sample_seconds=metrics_interval,
     )
 
 

@@ -88,6 +88,9 @@ class DeviceState:
         self.metrics = metrics or DriverMetrics(driver, node)
         self._lock = threading.Lock()
         self._devices: dict[str, Device] = {}
+        # Claim UID -> the pods its status.reservedFor named at prepare (the device metrics'
+        # labels; replaced whole on change, so readers need no lock; empty after a restart).
+        self.consumers: dict[str, tuple[str, ...]] = {}
         self._lock_file = files.hold_lock(files.child(plugin_dir, LOCK_NAME), lock_timeout)
         try:
             self.files = ClaimFiles(plugin_dir, cdi_dir, driver)
@@ -225,6 +228,7 @@ class DeviceState:
             generation=self._generation + 1,
         )
         spec["annotations"].update(embed(entry))
+        self.consumers = {**self.consumers, ref.uid: _pods(claim)}
         return msgspec.structs.replace(entry, cdi_spec=spec)
 
     def _roll_back(self, uid: str) -> None:
@@ -312,4 +316,12 @@ class DeviceState:
             self.statuses.cancel(ref.uid)
         if ref.uid in self._prepared:
             self._commit({u: c for u, c in self._prepared.items() if u != ref.uid})
+        if ref.uid in self.consumers:
+            self.consumers = {u: p for u, p in self.consumers.items() if u != ref.uid}
         self.files.remove(ref.uid)
+
+
+def _pods(claim: ResourceClaim) -> tuple[str, ...]:
+    """The pods a claim is reserved for (status.reservedFor), by name."""
+    reserved = claim.status.reserved_for if claim.status else ()
+    return tuple(sorted({r.name for r in reserved if r.resource == "pods" and not r.api_group}))

@@ -7,7 +7,7 @@ import dataclasses
 import logging
 import shutil
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from kubedra.api.core import Node
@@ -17,6 +17,7 @@ from kubedra.cluster.store import Store
 from kubedra.driver import publisher
 from kubedra.driver.backends import Backend, inventory_for, open_backend
 from kubedra.driver.claimfiles import ClaimFiles
+from kubedra.driver.devicemetrics import SAMPLE_SECONDS, DeviceMetrics
 from kubedra.driver.health import DEFAULT_EFFECTS, HealthState, Monitor
 from kubedra.driver.health_service import HealthStream
 from kubedra.driver.kubelet import DEFAULT_ROOT, PluginPaths
@@ -115,6 +116,8 @@ def run_driver(
     create_node: bool = True,
     health_seconds: float = HEALTH_SECONDS,
     health_effects: Mapping[str, str] = DEFAULT_EFFECTS,
+    sample_seconds: float = SAMPLE_SECONDS,
+    ignored_xids: Collection[int] | None = None,
 ) -> None:
     """Publish the node's devices of `driver`, serve the kubelet plugin until `stop` is set.
 
@@ -125,17 +128,20 @@ def run_driver(
     `create_node`: create a simulated backend's Node when missing (the embedded store; on
     a cluster the kubelet owns Nodes). `ready` is set once serving. Every `health_seconds`
     the devices' health is checked; a change is published at once, as taints whose effect
-    per severity `health_effects` gives (`kubedra.driver.health`).
+    per severity `health_effects` gives (`kubedra.driver.health`); NVML's critical Xids
+    but `ignored_xids` (applications' errors) are faults. With a metrics port, each device's
+    figures are sampled every `sample_seconds` (`kubedra.driver.devicemetrics`).
     """
     paths = PluginPaths.for_driver(driver, plugin_root, plugin_dir, registry_dir)
     detail = names.dns_subdomain(node[:254])
     if detail:
         raise ValueError(f"node name {node[:80]!r}: {detail}")
-    source = backend_impl or open_backend(backend, node, profile)
+    source = backend_impl or open_backend(backend, node, profile, ignored_xids=ignored_xids)
     metrics = DriverMetrics(driver, node)
     server: PluginServer | None = None
     state: DeviceState | None = None
     monitor: Monitor | None = None
+    devices: DeviceMetrics | None = None
     statuses = StatusWriter(store, driver, cap=resync_seconds)
     try:
         inventory = inventory_for(source, driver)
@@ -145,6 +151,9 @@ def run_driver(
         )  # fmt: skip
         statuses.start().enqueue_all(state.prepared)  # what a kill or an outage left unwritten
         health = HealthState(driver, health_effects)
+        sampler = source.device_sampler(driver, paths.plugin_dir)
+        devices = DeviceMetrics(driver, node, sampler, state, health, interval=sample_seconds)
+        devices.register(metrics.registry)
         pool = _Pool(store, source, state, metrics, resync_seconds, create_node, health)
         pool.devices = tuple(d.name for d in inventory.devices)
         wake = threading.Event()  # a health change: publish now, not at the next resync
@@ -163,6 +172,7 @@ def run_driver(
             checks = {"/healthz": plugin.probe, "/readyz": lambda: pool.ready(plugin)}
             port = metrics.serve(metrics_port, checks=checks)
             log_event(log, "metrics serving", port=port)
+            devices.start()  # sample the devices only while someone can scrape them
         plugin.start()
         monitor.start()
         if ready is not None:
@@ -174,6 +184,8 @@ def run_driver(
             if not stop.is_set():
                 delay = pool.sync()
     finally:
+        if devices is not None:
+            devices.stop()
         if monitor is not None:
             monitor.stop()
         if server is not None:

@@ -112,6 +112,7 @@ class SchedulerRunner:
             shared_nodes=config.shared_nodes,
             recorder=self.recorder,
         )
+        self.metrics.watch(self.scheduler)
         self.elector = (
             LeaderElector(
                 election_store or store,
@@ -261,6 +262,7 @@ class SchedulerRunner:
         self.metrics.leader.set(1 if self.elector is not None and self.leading() else 0)
         if self.leading():
             self.metrics.shared_nodes.set(len(self.scheduler.shared_nodes()))
+        self.metrics.observe_cluster(self.scheduler)
         if isinstance(self.feed, WatchFeed):
             self.metrics.relists.set(self.feed.relists)
 

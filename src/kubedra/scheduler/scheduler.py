@@ -217,6 +217,8 @@ class Scheduler:
         # Runs a write that nothing waits for (a PodScheduled condition): inline by default,
         # a background pool when the runner sets one.
         self.io: Callable[[Callable[[], object]], object] = lambda fn: fn()
+        # Told each allocator run's status (Success, Unschedulable, Error) and seconds.
+        self.on_allocate: Callable[[str, float], None] | None = None
         self._cache = ObjectCache()
         self._inventory: Inventory | None = None
         self._view: ClusterView | None = None
@@ -844,6 +846,7 @@ class Scheduler:
         """Allocate on one node once per device order the policy proposes."""
         view, out = self.view(), list[Candidate]()
         for order in self.policy.device_orders(view, node.name):
+            started = time.perf_counter()
             try:
                 allocation = allocate(
                     *self.allocator_inputs(claims, node),
@@ -851,7 +854,12 @@ class Scheduler:
                     order=order,
                 )
             except AllocationError as err:
+                if self.on_allocate is not None:
+                    self.on_allocate("Error", time.perf_counter() - started)
                 raise Unschedulable(str(err)) from None
+            if self.on_allocate is not None:
+                status = "Unschedulable" if allocation.results is None else "Success"
+                self.on_allocate(status, time.perf_counter() - started)
             if allocation.results is None:
                 reason = allocation.unsatisfiable.summary if allocation.unsatisfiable else "no fit"
                 reasons[reason] = reasons.get(reason, 0) + 1

@@ -7,13 +7,14 @@ details (UUIDs, minors) back from the published devices, so backends need nothin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from kubedra.api.core import Node
 from kubedra.catalog.inventory import DriverInventory
 from kubedra.driver.cdi import CdiHost
+from kubedra.driver.devicemetrics import Sampler
 from kubedra.driver.health import Fault
 
 HealthReport = Callable[[], Mapping[str, Sequence[Fault]]]
@@ -39,15 +40,25 @@ class Backend(Protocol):
         left out is healthy): NVML's queries, or the simulated node's injected faults."""
         ...
 
+    def device_sampler(self, driver: str, plugin_dir: Path) -> Sampler:
+        """A function answering the figures of each device of `driver` now, for the
+        metrics (`kubedra.driver.devicemetrics`): NVML's, or the simulated node's, which
+        follow what prepared claims hold and the faults injected into it."""
+        ...
+
     def close(self) -> None: ...
 
 
-def open_backend(kind: str, node: str, profile: str | None = None) -> Backend:
-    """`nvml` (real NVIDIA GPUs) or `simulated` (catalog profile `profile` as node `node`)."""
+def open_backend(
+    kind: str, node: str, profile: str | None = None, *, ignored_xids: Collection[int] | None = None
+) -> Backend:
+    """`nvml` (real NVIDIA GPUs) or `simulated` (catalog profile `profile` as node `node`).
+    `ignored_xids`: the Xid errors that leave a GPU healthy (nvml; default: NVIDIA's
+    application errors, `nvml.APPLICATION_XIDS`)."""
     if kind == "nvml":
-        from kubedra.driver.backends.nvml import NvmlBackend
+        from kubedra.driver.backends.nvml import APPLICATION_XIDS, NvmlBackend
 
-        return NvmlBackend.open()
+        return NvmlBackend.open(APPLICATION_XIDS if ignored_xids is None else ignored_xids)
     if kind == "simulated":
         from kubedra.driver.backends.simulated import SimulatedBackend
 
@@ -67,3 +78,21 @@ def inventory_for(backend: Backend, driver: str) -> DriverInventory:
     raise ValueError(
         f"backend {backend.name!r} has no devices of driver {driver!r} (it serves: {served})"
     )
+
+
+def parse_xids(spec: str) -> frozenset[int]:
+    """`--ignored-xids`: a comma-separated list of Xid codes; `+` in front adds them to
+    NVIDIA's application errors (`+94,95`), `none` ignores none."""
+    from kubedra.driver.backends.nvml import APPLICATION_XIDS
+
+    spec = spec.strip()
+    if spec == "none":
+        return frozenset()
+    base = APPLICATION_XIDS if spec.startswith("+") else frozenset()
+    try:
+        codes = {int(part) for part in spec.removeprefix("+").split(",") if part.strip()}
+    except ValueError:
+        raise ValueError(
+            f"{spec!r}: expected Xid codes separated by commas (e.g. 13,31 or +94), or none"
+        ) from None
+    return base | codes

@@ -23,7 +23,7 @@ import ctypes
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,7 +40,8 @@ from kubedra.catalog.inventory import NUMA_NODE, PCI_BUS_ID, PCIE_ROOT, DriverIn
 from kubedra.catalog.nvidia import partitioned_gpu
 from kubedra.driver.backends.nvidia_files import driver_files
 from kubedra.driver.cdi import CdiHost
-from kubedra.driver.health import Fault
+from kubedra.driver.devicemetrics import DeviceSample, Sampler, no_samples
+from kubedra.driver.health import Fault, FaultKind
 from kubedra.driver.logs import get_logger, log_event
 from kubedra.errors import KubedraError
 
@@ -116,6 +117,45 @@ class Nvml(Protocol):
         (NVML's nvmlDeviceGetNumaNodeId answers only where the GPU memory is a NUMA node)."""
         ...
 
+    # Health (`NvmlHealth`) and samples for the metrics (`NvmlSampler`).
+    def nvmlDeviceGetTotalEccErrors(
+        self, index: int, error_type: int, counter_type: int
+    ) -> int: ...
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, index: int) -> int: ...
+    def nvmlDeviceGetRemappedRows(self, index: int) -> tuple[int, int, int, int]:
+        """(corrected rows, uncorrected rows, remapping pending, remapping failed)."""
+        ...
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, index: int) -> int: ...
+    def nvmlDeviceGetUtilizationRates(self, index: int) -> dict[str, int]:
+        """{"gpu": percent, "memory": percent} over the driver's last sample period."""
+        ...
+
+    def nvmlDeviceGetTemperature(self, index: int, sensor: int) -> int: ...
+    def nvmlDeviceGetPowerUsage(self, index: int) -> int:
+        """Milliwatts."""
+        ...
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, index: int) -> int:
+        """Millijoules since the driver was loaded."""
+        ...
+
+    def nvmlEventSetCreate(self) -> Any: ...
+    def nvmlDeviceRegisterEvents(self, index: int, event_types: int, event_set: Any) -> None: ...
+    def nvmlEventSetWait(self, event_set: Any, timeout_ms: int) -> dict[str, int]:
+        """One event: `index` (of the GPU; -1 when NVML names none), `eventType`,
+        `eventData` (the Xid), `gpuInstanceId`, `computeInstanceId`; NVML_ERROR_TIMEOUT
+        when none came within `timeout_ms` (0: do not wait)."""
+        ...
+
+    def nvmlEventSetFree(self, event_set: Any) -> None: ...
+    def mig_devices(self, index: int) -> list[dict[str, Any]]:
+        """The MIG devices that exist on GPU `index`, one per GPU instance (not one NVML
+        call: nvmlDeviceGetMaxMigDeviceCount, then per MIG device handle its UUID, GPU
+        instance (nvmlGpuInstanceGetInfo: profile ID and placement) and memory info):
+        `uuid`, `gpuInstanceId`, `profileId`, `start`, `size`, `memory` {total, free, used}."""
+        ...
+
     def shutdown(self) -> None: ...
 
 
@@ -149,12 +189,19 @@ class PynvmlApi:
         except OSError as err:
             raise NvmlUnavailable(f"NVML unavailable: {err}") from None
         self._handles: dict[int, Any] = {}
+        self._errors = {
+            getattr(pynvml, name): name for name in dir(pynvml) if name.startswith("NVML_ERROR_")
+        }
 
     def _call(self, function: str, *args: Any) -> Any:
+        call = getattr(self._nvml, function, None)
+        if call is None:  # an older nvidia-ml-py than the one kubedra is built with
+            raise NvmlCallError(function, "NVML_ERROR_FUNCTION_NOT_FOUND")
         try:
-            return getattr(self._nvml, function)(*args)
+            return call(*args)
         except self._nvml.NVMLError as err:
-            raise NvmlCallError(function, _error_name(self._nvml, err)) from None
+            code = getattr(err, "value", None)
+            raise NvmlCallError(function, self._errors.get(code, f"NVML_ERROR_{code}")) from None
 
     def _handle(self, index: int) -> Any:
         if index not in self._handles:
@@ -229,6 +276,100 @@ class PynvmlApi:
         except (OSError, ValueError):
             return None
 
+    def nvmlDeviceGetTotalEccErrors(self, index: int, error_type: int, counter_type: int) -> int:
+        handle = self._handle(index)
+        return int(self._call("nvmlDeviceGetTotalEccErrors", handle, error_type, counter_type))
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, index: int) -> int:
+        return int(self._call("nvmlDeviceGetRetiredPagesPendingStatus", self._handle(index)))
+
+    def nvmlDeviceGetRemappedRows(self, index: int) -> tuple[int, int, int, int]:
+        corrected, uncorrected, pending, failed = self._call(
+            "nvmlDeviceGetRemappedRows", self._handle(index)
+        )
+        return int(corrected), int(uncorrected), int(pending), int(failed)
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, index: int) -> int:
+        try:
+            return int(self._call("nvmlDeviceGetCurrentClocksEventReasons", self._handle(index)))
+        except NvmlCallError as err:  # drivers before 535 know the older name only
+            if err.code != "NVML_ERROR_FUNCTION_NOT_FOUND":
+                raise
+            function = "nvmlDeviceGetCurrentClocksThrottleReasons"
+            return int(self._call(function, self._handle(index)))
+
+    def nvmlDeviceGetUtilizationRates(self, index: int) -> dict[str, int]:
+        rates = self._call("nvmlDeviceGetUtilizationRates", self._handle(index))
+        return {"gpu": int(rates.gpu), "memory": int(rates.memory)}
+
+    def nvmlDeviceGetTemperature(self, index: int, sensor: int) -> int:
+        try:  # the versioned call; the plain one is deprecated (removed in CUDA 14)
+            return int(self._call("nvmlDeviceGetTemperatureV", self._handle(index), sensor))
+        except NvmlCallError as err:
+            if err.code not in ("NVML_ERROR_FUNCTION_NOT_FOUND", "NVML_ERROR_NOT_SUPPORTED"):
+                raise
+            return int(self._call("nvmlDeviceGetTemperature", self._handle(index), sensor))
+
+    def nvmlDeviceGetPowerUsage(self, index: int) -> int:
+        return int(self._call("nvmlDeviceGetPowerUsage", self._handle(index)))
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, index: int) -> int:
+        return int(self._call("nvmlDeviceGetTotalEnergyConsumption", self._handle(index)))
+
+    def nvmlEventSetCreate(self) -> Any:
+        return self._call("nvmlEventSetCreate")
+
+    def nvmlDeviceRegisterEvents(self, index: int, event_types: int, event_set: Any) -> None:
+        self._call("nvmlDeviceRegisterEvents", self._handle(index), event_types, event_set)
+
+    def nvmlEventSetWait(self, event_set: Any, timeout_ms: int) -> dict[str, int]:
+        data = self._call("nvmlEventSetWait_v2", event_set, timeout_ms)
+        try:
+            index = int(self._nvml.nvmlDeviceGetIndex(data.device)) if data.device else -1
+        except self._nvml.NVMLError:
+            index = -1
+        return {
+            "index": index,
+            "eventType": int(data.eventType),
+            "eventData": int(data.eventData),
+            "gpuInstanceId": int(data.gpuInstanceId),
+            "computeInstanceId": int(data.computeInstanceId),
+        }
+
+    def nvmlEventSetFree(self, event_set: Any) -> None:
+        self._call("nvmlEventSetFree", event_set)
+
+    def mig_devices(self, index: int) -> list[dict[str, Any]]:
+        parent = self._handle(index)
+        out: dict[int, dict[str, Any]] = {}
+        for i in range(int(self._call("nvmlDeviceGetMaxMigDeviceCount", parent))):
+            try:
+                mig = self._call("nvmlDeviceGetMigDeviceHandleByIndex", parent, i)
+            except NvmlCallError as err:
+                if err.code in ("NVML_ERROR_NOT_FOUND", "NVML_ERROR_INVALID_ARGUMENT"):
+                    continue  # no MIG device at this index
+                raise
+            gi = int(self._call("nvmlDeviceGetGpuInstanceId", mig))
+            if gi in out:  # another compute instance of the same GPU instance
+                continue
+            info = self._call(
+                "nvmlGpuInstanceGetInfo", self._call("nvmlDeviceGetGpuInstanceById", parent, gi)
+            )
+            memory = self._call("nvmlDeviceGetMemoryInfo", mig)
+            out[gi] = {
+                "uuid": str(self._call("nvmlDeviceGetUUID", mig)),
+                "gpuInstanceId": gi,
+                "profileId": int(info.profileId),
+                "start": int(info.placement.start),
+                "size": int(info.placement.size),
+                "memory": {
+                    "total": int(memory.total),
+                    "free": int(memory.free),
+                    "used": int(memory.used),
+                },
+            }
+        return [out[gi] for gi in sorted(out)]
+
     def shutdown(self) -> None:
         with contextlib.suppress(self._nvml.NVMLError):
             self._nvml.nvmlShutdown()
@@ -251,11 +392,17 @@ class SnapshotNvml:
     Layout: top-level `nvmlSystem*`/`nvmlDeviceGetCount` answers, `devices[index]` with one
     entry per NVML function (an answer, or `{"error": "NVML_ERROR_..."}`), profile infos keyed
     by profile index, placements keyed by GPU-instance profile ID, and `sysfs` with the
-    resolved PCI device paths.
+    resolved PCI device paths. Beyond what `record_snapshot` writes (the inventory's calls),
+    a snapshot may answer the health and metrics calls the same way (calls with arguments
+    keyed by them: `nvmlDeviceGetTotalEccErrors` by `"<error type>/<counter type>"`,
+    `nvmlDeviceGetTemperature` by sensor; `mig_devices` a list) and hold `events`, a queue
+    of `nvmlEventSetWait` answers (each with its GPU's `index`): tests inject faults so.
+    A call the snapshot does not answer fails with NVML_ERROR_FUNCTION_NOT_FOUND.
     """
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
+        self.registered: dict[int, int] = {}  # index -> event types registered
 
     @classmethod
     def load(cls, path: str | Path) -> SnapshotNvml:
@@ -336,6 +483,58 @@ class SnapshotNvml:
         key = f"/sys/bus/pci/devices/{bus_id.lower()}/numa_node"
         found = self.data.get("sysfs", {}).get(key)
         return None if found is None else int(found)
+
+    def nvmlDeviceGetTotalEccErrors(self, index: int, error_type: int, counter_type: int) -> int:
+        function = "nvmlDeviceGetTotalEccErrors"
+        return int(self._dev(function, index, f"{error_type}/{counter_type}"))
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, index: int) -> int:
+        return int(self._dev("nvmlDeviceGetRetiredPagesPendingStatus", index))
+
+    def nvmlDeviceGetRemappedRows(self, index: int) -> tuple[int, int, int, int]:
+        corrected, uncorrected, pending, failed = self._dev("nvmlDeviceGetRemappedRows", index)
+        return int(corrected), int(uncorrected), int(pending), int(failed)
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, index: int) -> int:
+        return int(self._dev("nvmlDeviceGetCurrentClocksEventReasons", index))
+
+    def nvmlDeviceGetUtilizationRates(self, index: int) -> dict[str, int]:
+        return dict(self._dev("nvmlDeviceGetUtilizationRates", index))
+
+    def nvmlDeviceGetTemperature(self, index: int, sensor: int) -> int:
+        return int(self._dev("nvmlDeviceGetTemperature", index, str(sensor)))
+
+    def nvmlDeviceGetPowerUsage(self, index: int) -> int:
+        return int(self._dev("nvmlDeviceGetPowerUsage", index))
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, index: int) -> int:
+        return int(self._dev("nvmlDeviceGetTotalEnergyConsumption", index))
+
+    def nvmlEventSetCreate(self) -> Any:
+        if "nvmlEventSetCreate" in self.data:  # an error to replay
+            self._top("nvmlEventSetCreate")
+        return self
+
+    def nvmlDeviceRegisterEvents(self, index: int, event_types: int, event_set: Any) -> None:
+        self._dev("nvmlDeviceRegisterEvents", index)
+        self.registered[index] = self.registered.get(index, 0) | event_types
+
+    def nvmlEventSetWait(self, event_set: Any, timeout_ms: int) -> dict[str, int]:
+        queue: list[dict[str, int]] = self.data.setdefault("events", [])
+        while queue:
+            event = dict(queue.pop(0))
+            if "error" in event:
+                raise NvmlCallError("nvmlEventSetWait", str(event["error"]))
+            index = int(event.get("index", -1))
+            if index < 0 or self.registered.get(index, 0) & int(event.get("eventType", 0)):
+                return {"index": index, "gpuInstanceId": 0, "computeInstanceId": 0, **event}
+        raise NvmlCallError("nvmlEventSetWait", "NVML_ERROR_TIMEOUT")
+
+    def nvmlEventSetFree(self, event_set: Any) -> None:
+        pass
+
+    def mig_devices(self, index: int) -> list[dict[str, Any]]:
+        return [dict(d) for d in self._dev("mig_devices", index)]
 
     def shutdown(self) -> None:
         pass
@@ -541,20 +740,342 @@ def _mig_geometry(nvml: Nvml, index: int) -> MigGeometry:
     return MigGeometry(memory_slices=slices, profiles=tuple(profiles))
 
 
-class NvmlBackend:
-    """The `nvml` backend of the node agent (driver `gpu.nvidia.com`)."""
+# --- health ------------------------------------------------------------------------------
 
-    name = "nvml"
+XID_CRITICAL_ERROR = 0x8  # nvmlEventTypeXidCriticalError
+# Xids NVIDIA's device plugin and DRA driver treat as the application's errors, not the GPU's:
+# 13 graphics engine exception, 31 GPU memory page fault, 43 GPU stopped processing,
+# 45 preemptive cleanup, 68 video processor exception, 109 context switch timeout.
+APPLICATION_XIDS = frozenset({13, 31, 43, 45, 68, 109})
+XID_MEANINGS = {
+    48: "double-bit ECC error",
+    63: "ECC page retirement or row remapping recorded",
+    64: "ECC page retirement or row remapping failed",
+    74: "NVLink error",
+    79: "GPU has fallen off the bus",
+    92: "high single-bit ECC error rate",
+    94: "contained ECC error",
+    95: "uncontained ECC error",
+    119: "GSP RPC timeout",
+    120: "GSP error",
+}
+MEMORY_ERROR_CORRECTED, MEMORY_ERROR_UNCORRECTED = 0, 1  # NVML_MEMORY_ERROR_TYPE_*
+VOLATILE_ECC = 0  # NVML_VOLATILE_ECC: since the driver loaded
+TEMPERATURE_GPU = 0  # NVML_TEMPERATURE_GPU
+FEATURE_ENABLED = 1  # NVML_FEATURE_ENABLED
+SW_THERMAL_SLOWDOWN = 0x20  # nvmlClocksEventReasonSwThermalSlowdown
+HW_THERMAL_SLOWDOWN = 0x40  # nvmlClocksEventReasonHwThermalSlowdown
+HW_POWER_BRAKE_SLOWDOWN = 0x80  # nvmlClocksEventReasonHwPowerBrakeSlowdown
+GPU_IS_LOST = "NVML_ERROR_GPU_IS_LOST"
+_UNSUPPORTED = ("NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_FUNCTION_NOT_FOUND")
+_EVENTS_PER_CHECK = 256  # events taken at one check at most (the rest wait for the next)
+_MIG_NAME = re.compile(r"^(gpu-\d+)-mig-.+-(\d+)-(\d+)$")
+
+
+class _Lost(Exception):
+    """A query answered NVML_ERROR_GPU_IS_LOST."""
+
+
+class _Queries:
+    """NVML queries that may fail: an answer or None, `_Lost` for a lost GPU. A call a GPU
+    does not support is not asked again (retired pages on Ampere and later, say)."""
 
     def __init__(self, nvml: Nvml) -> None:
         self.nvml = nvml
+        self._unsupported: set[tuple[str, int]] = set()
+        self._names: dict[int, str] = {}
+        self._uuids: dict[int, tuple[str, str]] = {}
+        self.count = 0
+
+    def ask(self, function: str, index: int, *args: Any) -> Any:
+        if (function, index) in self._unsupported:
+            return None
+        try:
+            return getattr(self.nvml, function)(index, *args)
+        except NvmlCallError as err:
+            if err.code == GPU_IS_LOST:
+                raise _Lost from None
+            if err.code in _UNSUPPORTED:
+                self._unsupported.add((function, index))
+            return None
+
+    def gpus(self) -> int:
+        if not self.count:
+            self.count = int(self.nvml.nvmlDeviceGetCount())
+        return self.count
+
+    def name(self, index: int) -> str | None:
+        """`gpu-<minor>`, as the inventory names the GPU (learned once)."""
+        name = self._names.get(index)
+        if name is None:
+            try:
+                name = self._names[index] = f"gpu-{self.nvml.nvmlDeviceGetMinorNumber(index)}"
+            except NvmlCallError:
+                return None  # a GPU lost before it was ever seen: not published either
+        return name
+
+    def identity(self, index: int) -> tuple[str, str]:
+        """(uuid, product name) of a GPU (learned once; empty while unknown)."""
+        found = self._uuids.get(index)
+        if found is None:
+            try:
+                uuid, model = self.nvml.nvmlDeviceGetUUID(index), self.nvml.nvmlDeviceGetName(index)
+            except NvmlCallError:
+                return "", ""
+            found = self._uuids[index] = (uuid, model)
+        return found
+
+
+def mig_parent(name: str) -> str | None:
+    """`gpu-6` for a MIG device `gpu-6-mig-3g40gb-9-4`; None for anything else."""
+    found = _MIG_NAME.match(name)
+    return found.group(1) if found else None
+
+
+def with_mig_devices(
+    faults: Mapping[str, tuple[Fault, ...]], devices: Iterable[str]
+) -> dict[str, tuple[Fault, ...]]:
+    """`faults` (per GPU) with each GPU's faults given to its MIG devices in `devices`."""
+    out = dict(faults)
+    for name in devices:
+        parent = mig_parent(name)
+        if parent is not None and parent in faults:
+            out[name] = faults[parent]
+    return out
+
+
+class NvmlHealth:
+    """Each GPU's faults now (device name -> faults), as the health monitor asks at every
+    check (`Backend.health_report`):
+
+    - lost: any query answering NVML_ERROR_GPU_IS_LOST (the GPU fell off the bus);
+    - xid: a critical Xid error event (nvmlEventTypeXidCriticalError), taken from an NVML
+      event set without waiting at each check, except `ignored_xids` (the application's
+      errors); the first one seen stays the GPU's fault until the driver restarts, as
+      NVIDIA's driver keeps it: NVML tells no recovery from an Xid;
+    - ecc: double-bit ECC errors since the driver loaded (value `dbe`), a row remapping
+      that failed (`remap-failed`) or is pending (`pending-remap`: Ampere and later), pages
+      waiting for retirement (`pending-retirement`: before Ampere);
+    - thermal: HW or SW thermal slowdown among the clock event reasons; power: HW power
+      brake slowdown.
+
+    A MIG device has its GPU's faults (`devices`: the names published, MIG ones among them).
+    """
+
+    def __init__(
+        self,
+        nvml: Nvml,
+        ignored_xids: Collection[int] = APPLICATION_XIDS,
+        devices: Callable[[], Iterable[str]] = tuple,
+    ) -> None:
+        self.nvml, self.ignored_xids, self.devices = nvml, frozenset(ignored_xids), devices
+        self.queries = _Queries(nvml)
+        self._xids: dict[int, Fault] = {}  # NVML index -> the first critical Xid seen
+        self._events: Any = None
+        self._register()
+
+    def _register(self) -> None:
+        """An event set with every GPU registered for critical Xids (a GPU that cannot
+        report them, a vGPU say, is checked by its queries alone)."""
+        try:
+            self._events = self.nvml.nvmlEventSetCreate()
+        except NvmlCallError as err:
+            log_event(log, "no NVML events: Xid errors are not watched", error=str(err))
+            return
+        for index in range(self.queries.gpus()):
+            try:
+                self.nvml.nvmlDeviceRegisterEvents(index, XID_CRITICAL_ERROR, self._events)
+            except NvmlCallError as err:
+                log_event(log, "GPU reports no Xid events", index=index, error=err.code)
+
+    def __call__(self) -> dict[str, tuple[Fault, ...]]:
+        self._take_events()
+        faults: dict[str, tuple[Fault, ...]] = {}
+        for index in range(self.queries.gpus()):
+            name = self.queries.name(index)
+            if name is None:
+                continue
+            found = self._faults(index)
+            if found:
+                faults[name] = tuple(found)
+        return with_mig_devices(faults, self.devices())
+
+    def _faults(self, index: int) -> list[Fault]:
+        try:
+            found = self._queried(index)
+        except _Lost:
+            found = [Fault(FaultKind.LOST, "", "GPU has fallen off the bus (GPU_IS_LOST)")]
+        xid = self._xids.get(index)
+        return [*found, xid] if xid is not None else found
+
+    def _queried(self, index: int) -> list[Fault]:
+        ask, found = self.queries.ask, []
+        dbe = ask("nvmlDeviceGetTotalEccErrors", index, MEMORY_ERROR_UNCORRECTED, VOLATILE_ECC)
+        rows = ask("nvmlDeviceGetRemappedRows", index)
+        if dbe:
+            found.append(Fault(FaultKind.ECC, "dbe", f"{dbe} double-bit ECC error(s)"))
+        elif rows and rows[3]:
+            found.append(Fault(FaultKind.ECC, "remap-failed", "row remapping failed"))
+        elif rows and rows[2]:
+            text = "row remapping pending (reset the GPU)"
+            found.append(Fault(FaultKind.ECC, "pending-remap", text))
+        elif ask("nvmlDeviceGetRetiredPagesPendingStatus", index) == FEATURE_ENABLED:
+            text = "pages pending retirement (reset the GPU)"
+            found.append(Fault(FaultKind.ECC, "pending-retirement", text))
+        reasons = ask("nvmlDeviceGetCurrentClocksEventReasons", index) or 0
+        if reasons & (HW_THERMAL_SLOWDOWN | SW_THERMAL_SLOWDOWN):
+            which = "HW" if reasons & HW_THERMAL_SLOWDOWN else "SW"
+            found.append(Fault(FaultKind.THERMAL, "slowdown", f"{which} thermal slowdown"))
+        if reasons & HW_POWER_BRAKE_SLOWDOWN:
+            found.append(Fault(FaultKind.POWER, "brake", "HW power brake slowdown"))
+        return found
+
+    def _take_events(self) -> None:
+        """The events that came since the last check, without waiting."""
+        if self._events is None:
+            return
+        for _ in range(_EVENTS_PER_CHECK):
+            try:
+                event = self.nvml.nvmlEventSetWait(self._events, 0)
+            except NvmlCallError:  # NVML_ERROR_TIMEOUT: none left (a lost GPU: its queries say)
+                return
+            if not int(event.get("eventType", 0)) & XID_CRITICAL_ERROR:
+                continue
+            xid = int(event.get("eventData", 0))
+            if xid in self.ignored_xids:
+                continue
+            index = int(event.get("index", -1))
+            meaning = XID_MEANINGS.get(xid)
+            fault = Fault(
+                FaultKind.XID,
+                str(xid),
+                f"Xid {xid}: {meaning}" if meaning else f"Xid {xid}: critical error",
+            )
+            # An event naming no GPU counts for all of them (NVIDIA's device plugin does so).
+            for gpu in [index] if index >= 0 else range(self.queries.gpus()):
+                if gpu not in self._xids:
+                    log_event(log, "critical Xid", index=gpu, xid=xid)
+                    self._xids[gpu] = fault
+
+
+def nvml_health(
+    nvml: Nvml, devices: Iterable[str] = (), ignored_xids: Collection[int] = APPLICATION_XIDS
+) -> Mapping[str, Sequence[Fault]]:
+    """Each GPU's faults now, from one look (events included): `NvmlHealth` once."""
+    names = tuple(devices)
+    return NvmlHealth(nvml, ignored_xids, lambda: names)()
+
+
+# --- samples for the metrics -------------------------------------------------------------
+
+
+class NvmlSampler:
+    """Every GPU's figures for the metrics, and those of the MIG devices that exist (memory
+    only: NVML has no utilization, temperature or power per MIG device). A GPU that is lost
+    is left out (its health says why)."""
+
+    def __init__(self, nvml: Nvml, devices: Callable[[], Iterable[str]] = tuple) -> None:
+        self.nvml, self.devices = nvml, devices
+        self.queries = _Queries(nvml)
+
+    def __call__(self, in_use: Collection[str] = ()) -> list[DeviceSample]:
+        out: list[DeviceSample] = []
+        mig_names: dict[tuple[str, int, int], str] | None = None
+        for index in range(self.queries.gpus()):
+            name = self.queries.name(index)
+            if name is None:
+                continue
+            try:
+                out.append(self._gpu(index, name))
+                mode = self.queries.ask("nvmlDeviceGetMigMode", index)
+                if not mode or mode[0] != MIG_ENABLED:
+                    continue
+                if mig_names is None:
+                    mig_names = self._mig_names()
+                out += self._migs(index, name, mig_names)
+            except _Lost:
+                continue
+        return out
+
+    def _gpu(self, index: int, name: str) -> DeviceSample:
+        ask = self.queries.ask
+        uuid, model = self.queries.identity(index)
+        rates = ask("nvmlDeviceGetUtilizationRates", index)
+        memory = ask("nvmlDeviceGetMemoryInfo", index)
+        power = ask("nvmlDeviceGetPowerUsage", index)
+        energy = ask("nvmlDeviceGetTotalEnergyConsumption", index)
+        return DeviceSample(
+            device=name,
+            uuid=uuid,
+            model=model,
+            utilization=rates["gpu"] / 100 if rates else None,
+            memory_utilization=rates["memory"] / 100 if rates else None,
+            memory_used_bytes=int(memory["used"]) if memory else None,
+            memory_total_bytes=int(memory["total"]) if memory else None,
+            temperature_celsius=ask("nvmlDeviceGetTemperature", index, TEMPERATURE_GPU),
+            power_watts=power / 1000 if power is not None else None,
+            energy_joules=energy / 1000 if energy is not None else None,
+            ecc_single=ask(
+                "nvmlDeviceGetTotalEccErrors", index, MEMORY_ERROR_CORRECTED, VOLATILE_ECC
+            ),
+            ecc_double=ask(
+                "nvmlDeviceGetTotalEccErrors", index, MEMORY_ERROR_UNCORRECTED, VOLATILE_ECC
+            ),
+        )
+
+    def _mig_names(self) -> dict[tuple[str, int, int], str]:
+        """(GPU, profile ID, placement start) -> the MIG device's published name."""
+        out = {}
+        for name in self.devices():
+            found = _MIG_NAME.match(name)
+            if found:
+                out[(found.group(1), int(found.group(2)), int(found.group(3)))] = name
+        return out
+
+    def _migs(
+        self, index: int, gpu: str, names: Mapping[tuple[str, int, int], str]
+    ) -> list[DeviceSample]:
+        model = self.queries.identity(index)[1]
+        out = []
+        for mig in self.queries.ask("mig_devices", index) or ():
+            name = names.get((gpu, int(mig["profileId"]), int(mig["start"])))
+            if name is None:  # a MIG device the driver does not publish (made by hand)
+                continue
+            memory = mig.get("memory") or {}
+            out.append(
+                DeviceSample(
+                    device=name,
+                    uuid=str(mig.get("uuid", "")),
+                    model=model,
+                    memory_used_bytes=memory.get("used"),
+                    memory_total_bytes=memory.get("total"),
+                )
+            )
+        return out
+
+
+# --- the backend -------------------------------------------------------------------------
+
+
+class NvmlBackend:
+    """The `nvml` backend of the node agent (driver `gpu.nvidia.com`). `ignored_xids`: the
+    Xid errors that do not make a GPU unhealthy (default: NVIDIA's application errors)."""
+
+    name = "nvml"
+
+    def __init__(self, nvml: Nvml, ignored_xids: Collection[int] = APPLICATION_XIDS) -> None:
+        self.nvml = nvml
+        self.ignored_xids = frozenset(ignored_xids)
+        self._names: tuple[str, ...] = ()  # the devices last published (MIG ones included)
 
     @classmethod
-    def open(cls) -> NvmlBackend:
-        return cls(PynvmlApi())
+    def open(cls, ignored_xids: Collection[int] = APPLICATION_XIDS) -> NvmlBackend:
+        return cls(PynvmlApi(), ignored_xids)
 
     def inventories(self) -> list[DriverInventory]:
-        return [gpu_inventory(self.nvml)]
+        inventory = gpu_inventory(self.nvml)
+        self._names = tuple(d.name for d in inventory.devices)
+        return [inventory]
 
     def node(self) -> Node | None:
         return None
@@ -564,14 +1085,14 @@ class NvmlBackend:
         return CdiHost(stand_ins=False, mounts=driver_files())
 
     def health_report(self, plugin_dir: Path) -> Callable[[], Mapping[str, Sequence[Fault]]]:
-        """The GPUs' faults from NVML's queries and events (`nvml_health`)."""
-        return lambda: nvml_health(self.nvml)
+        """The GPUs' faults from NVML's queries and events (`NvmlHealth`)."""
+        return NvmlHealth(self.nvml, self.ignored_xids, lambda: self._names)
+
+    def device_sampler(self, driver: str, plugin_dir: Path) -> Sampler:
+        """The GPUs' (and existing MIG devices') figures from NVML (`NvmlSampler`)."""
+        if driver != DRIVER:
+            return no_samples
+        return NvmlSampler(self.nvml, lambda: self._names)
 
     def close(self) -> None:
         self.nvml.shutdown()
-
-
-def nvml_health(nvml: Nvml) -> Mapping[str, Sequence[Fault]]:
-    """Each GPU's faults now (device name -> faults). The queries come in the next step of
-    this work; until then every GPU NVML answers for is reported healthy."""
-    return {}
