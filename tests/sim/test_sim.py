@@ -545,3 +545,91 @@ def test_priced_shares_take_the_gap_their_size_completes(policy: str, left: list
             sim.submit(t)
             assert [o.node for o in sim.step()] == ["n"]
         assert sim.state.nodes["n"].gpu_free == left
+
+
+def half_gpu_trace(tmp_path: Path) -> tuple[Path, Path]:
+    """Four T4 GPUs on two nodes and pods asking for half a GPU each: DRA shares a GPU
+    between two of them, the device plugin gives each a whole GPU (8 placed against 4)."""
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nnode-a,8000,32768,2,T4\nnode-b,8000,32768,2,T4\n")
+    pods = tmp_path / "pods.csv"
+    pods.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+                    + "".join(f"p{i},500,1024,1,500,,LS,Running,{i},1000,{i}\n" for i in range(1, 7)))
+    return nodes, pods
+
+
+def test_compare_leads_with_what_dra_gains_over_the_device_plugin(tmp_path: Path) -> None:
+    """The first lines answer "what does DRA gain": GPU allocation and pods placed per model
+    and the difference; the lead plot is allocation and pods not placed, fragmentation
+    (where the device plugin looks close: what it holds is not free) after the table."""
+    pytest.importorskip("matplotlib")
+    from kubedra.sim.cli import sim_compare
+
+    nodes, pods = half_gpu_trace(tmp_path)
+    out = tmp_path / "cmp"
+    lines: list[str] = []
+    sim_compare(nodes, pods, ["fragmentation", "device-plugin"], out, seed=1, progress=False, echo=lines.append)
+    assert lines[:4] == [
+        "GPU allocation once all 11 pods have arrived (138 % of the cluster's GPUs asked for), pods placed and not placed:",
+        "  fragmentation  100.00 %        8 placed        3 not placed  (100.00 % of the GPUs held)",
+        "  device-plugin   50.00 %        4 placed        7 not placed  (100.00 % of the GPUs held)",
+        "DRA (fragmentation) over the device plugin (device-plugin): +50.00 points of GPU allocation, +4 pods placed",
+    ]
+    assert lines[4] == f"plots: {out / 'allocation.png'}, {out / 'fragmentation.png'}"
+    assert lines[5].startswith("policy ")  # then the whole table
+    md = (out / "summary.md").read_text()
+    assert md.startswith("```text\nGPU allocation once all 11 pods") and "+50.00 points" in md.split("```")[1]
+    assert md.index("![allocation](allocation.png)") < md.index("| policy |") < md.index("![fragmentation]")
+    assert "neither free nor fragmented" in md
+    replay: list[str] = []
+    sim_compare(nodes, pods, ["first-fit", "device-plugin"], tmp_path / "rep", mode="replay", seed=1, progress=False,
+                echo=replay.append)
+    assert replay[0].startswith("Mean GPU allocation over the arrival window")
+    assert replay[3].startswith("DRA (first-fit) over the device plugin (device-plugin): +") and "pods waiting on average" in replay[3]
+
+
+def test_lead_lines_without_the_baseline_compare_nothing() -> None:
+    from kubedra.sim.engine import RunResult
+    from kubedra.sim.report import lead_lines
+
+    summary = {"pods": 10.0, "arrived_pct": 130.0, "alloc_pct": 90.0, "reserved_pct": 90.0, "placed": 9.0, "failed": 1.0}
+    lines = lead_lines([RunResult(p, "saturate", "w", 1, [], summary, 1.0) for p in ("first-fit", "binpack")])
+    assert lines == [
+        "GPU allocation once all 10 pods have arrived (130 % of the cluster's GPUs asked for), pods placed and not placed:",
+        "  first-fit   90.00 %        9 placed        1 not placed",
+        "  binpack     90.00 %        9 placed        1 not placed",
+    ]
+    assert lead_lines([]) == []
+
+
+@pytest.mark.parametrize("jobs", [1, 2], ids=["in-process", "worker-processes"])
+def test_compare_shows_one_progress_line_over_its_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int) -> None:
+    """`sim compare` used to be silent for its whole run (6 minutes on the full trace): on a
+    terminal it has `sim report`'s line now, counting every run's arrivals, workers' too;
+    piped, nothing."""
+    pytest.importorskip("matplotlib")
+    import io
+    import sys
+
+    from kubedra.sim.cli import sim_compare
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setenv("KUBEDRA_PROGRESS_DELAY", "0")
+    nodes, pods = half_gpu_trace(tmp_path)
+    for stream, columns in ((Terminal(), 160), (Terminal(), 80), (io.StringIO(), 160)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        monkeypatch.setenv("COLUMNS", str(columns))
+        lines: list[str] = []
+        sim_compare(nodes, pods, ["fragmentation", "device-plugin"], tmp_path / "cmp", seed=1, jobs=jobs, echo=lines.append)
+        got = stream.getvalue()
+        if not isinstance(stream, Terminal):
+            assert got == ""
+        elif columns == 160:  # what the latest run says, when it fits
+            assert "sim compare: 0/2 runs done · " in got and ", GPU allocated " in got and "/22" in got
+        else:  # else the counts (2 runs of 11 arrivals) and the ETA first
+            assert "sim compare: 0/2 runs done  [" in got and "/22" in got and "GPU allocated" not in got
+        assert not isinstance(stream, Terminal) or got.endswith("\r\x1b[K")  # erased before the results
+        assert lines[0].startswith("GPU allocation once all 11 pods")

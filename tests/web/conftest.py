@@ -53,12 +53,14 @@ def server(store: SqliteStore, tmp_path: Path) -> Iterator[Server]:
 class UiProcess:
     """`kubedra ui` as a real subprocess on a free loopback port."""
 
-    def __init__(self, *args: str, sigint_ignored: bool = False) -> None:
-        """`sigint_ignored`: start it as a shell starts a background job, SIGINT ignored."""
+    def __init__(self, *args: str, sigint_ignored: bool = False, cwd: Path | None = None) -> None:
+        """`sigint_ignored`: start it as a shell starts a background job, SIGINT ignored;
+        `cwd`: the folder it runs in (a relative --store is shown as given)."""
         self.process = subprocess.Popen(
             [sys.executable, "-m", "kubedra", *args, "ui", "--port", "0"],
             stderr=subprocess.PIPE,
             text=True,
+            cwd=cwd,
             env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT dumps every thread
             preexec_fn=_ignore_sigint if sigint_ignored else None,
         )

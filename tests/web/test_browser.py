@@ -1,5 +1,6 @@
 """Each view in headless Chromium, on a cluster made by `kubedra cluster create` and changed
-with `kubedra apply`: content against the store, colours, live updates, hostile names."""
+with `kubedra apply`: content against the store, colours, live updates, hostile names; and
+every page whole without JavaScript."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -95,8 +97,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Ui
     ui.stop()
 
 
-def open_view(page: Any, ui: UiProcess, hash_: str) -> None:
-    page.goto(ui.url + hash_)
+def open_view(page: Any, ui: UiProcess, path: str) -> None:
+    page.goto(ui.url + path.lstrip("/"))
     page.wait_for_selector("body[data-rendered]")
     page.wait_for_selector("#live.on")
 
@@ -124,7 +126,7 @@ def colour(page: Any, selector: str) -> str:
 
 def test_fleet_shows_every_device_coloured_by_its_state(page: Any, cluster: tuple[Path, UiProcess]) -> None:
     store, ui = cluster
-    open_view(page, ui, "#/fleet")
+    open_view(page, ui, "/fleet")
     store_db = SqliteStore(store)
     in_slices = sum(len(s.spec.devices) for s in store_db.list(ResourceSlice))
     store_db.close()
@@ -142,8 +144,9 @@ def test_fleet_shows_every_device_coloured_by_its_state(page: Any, cluster: tupl
 
 def test_class_filter_and_heat_map(page: Any, cluster: tuple[Path, UiProcess]) -> None:
     _, ui = cluster
-    open_view(page, ui, "#/fleet")
+    open_view(page, ui, "/fleet")
     page.select_option("select[name=DeviceClass]", "high-memory-gpu")
+    page.wait_for_url("**/fleet?class=high-memory-gpu")
     page.wait_for_selector(".fleet.filtered")
     admitted = page.locator(".dev.admitted").count()
     assert admitted == 16  # the H100s: more than 40Gi of memory
@@ -151,17 +154,37 @@ def test_class_filter_and_heat_map(page: Any, cluster: tuple[Path, UiProcess]) -
     page.click("#mode")
     page.wait_for_selector(".heat")
     assert page.locator(".cell").count() == 5
+    # 1 of the node's 8 GPUs held (the vLLM pod's) is the scale's first step, not "free"
+    assert colour(page, ".cell[data-node=h100x8-0]") == "rgb(179, 211, 234)"
+    assert colour(page, ".cell[data-node=h100x8-1]") == "rgb(134, 217, 154)"
+    assert page.locator(".legend.scale .ramp i").count() == 8
     shot(page, "fleet-heatmap")
+
+
+def test_a_held_device_opens_its_claim_and_old_links_open_their_page(page: Any, cluster: tuple[Path, UiProcess]) -> None:
+    _, ui = cluster
+    open_view(page, ui, "/fleet")
+    page.click(".dev[data-state=allocated]")
+    page.wait_for_selector(".claim")
+    assert page.url.endswith("/claims/default/vllm-gpu-claim")
+    # links of the script-rendered dashboard (#/view?...) land on the page's own URL
+    page.goto(ui.url + "#/fleet?class=high-memory-gpu")
+    page.wait_for_url("**/fleet?class=high-memory-gpu")
+    page.wait_for_selector(".fleet.filtered")
+    page.goto(ui.url + "#/claims/default/vllm-gpu-claim")
+    page.wait_for_url("**/claims/default/vllm-gpu-claim")
+    assert page.inner_text("main h2").startswith("ResourceClaim default/vllm-gpu-claim")
 
 
 def test_claims_pods_and_a_claim_page(page: Any, cluster: tuple[Path, UiProcess]) -> None:
     _, ui = cluster
-    open_view(page, ui, "#/workloads")
+    open_view(page, ui, "/workloads")
     text = page.inner_text("main")
     assert "vllm-gpu-claim" in text and "nine-gpus" in text and "trainer" in text
     assert HOSTILE in text  # the hostile name, shown as text
     page.select_option("select[name=status] >> nth=0", "reserved")
-    wait_js(page, "!document.querySelector('main table').innerText.includes('nine-gpus')")
+    page.wait_for_url("**/workloads?claims=reserved")  # the choice is a link: a page of its own
+    assert "nine-gpus" not in page.inner_text("main table") and "vllm-gpu-claim" in page.inner_text("main table")
     page.click("text=vllm-gpu-claim")
     page.wait_for_selector(".claim")
     claim = page.inner_text("main")
@@ -173,18 +196,18 @@ def test_claims_pods_and_a_claim_page(page: Any, cluster: tuple[Path, UiProcess]
 
 def test_hostile_strings_are_text_everywhere(page: Any, cluster: tuple[Path, UiProcess]) -> None:
     _, ui = cluster
-    open_view(page, ui, "#/fleet")
+    open_view(page, ui, "/fleet")
     assert page.locator("main img").count() == 0
     odd = page.get_attribute("[data-device='gpu.nvidia.com/odd/odd-0']", "title")
     assert odd is not None and HOSTILE in odd
-    open_view(page, ui, "#/claims/default/" + HOSTILE.replace('"', "%22"))
+    open_view(page, ui, "/claims/default/" + quote(HOSTILE, safe=""))
     assert page.inner_text("main h2").startswith("ResourceClaim default/" + HOSTILE)
     assert page.evaluate("window.__pwned") is None
 
 
 def test_pending_pod_shows_its_reason_and_refused_devices(page: Any, cluster: tuple[Path, UiProcess]) -> None:
     _, ui = cluster
-    open_view(page, ui, "#/pending")
+    open_view(page, ui, "/pending")
     card = page.locator("[data-pod='default/trainer']")
     text = card.inner_text()
     # the H100 nodes: 8 GPUs each; the blocker and the hint are `kubedra explain`'s
@@ -201,7 +224,7 @@ def test_pending_pod_shows_its_reason_and_refused_devices(page: Any, cluster: tu
 
 def test_fragmentation_view_and_simulator_figures(page: Any, cluster: tuple[Path, UiProcess]) -> None:
     _, ui = cluster
-    open_view(page, ui, "#/fragmentation")
+    open_view(page, ui, "/fragmentation")
     assert page.inner_text("#alloc-now").endswith("%")
     assert page.locator("polyline[data-series=allocation]").count() == 1
     figures = page.locator(".figures img")
@@ -214,7 +237,7 @@ def test_fragmentation_view_and_simulator_figures(page: Any, cluster: tuple[Path
 
 def test_a_change_made_with_apply_appears_without_reload(page: Any, cluster: tuple[Path, UiProcess], tmp_path: Path) -> None:
     store, ui = cluster
-    open_view(page, ui, "#/fleet")
+    open_view(page, ui, "/fleet")
     page.evaluate("window.__sameDocument = true")
     assert page.inner_text("[data-count=tainted] b") == "0"
     run(store, "apply", "-f", str(write(tmp_path / "taint.yaml", TAINT)))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kubedra.cluster import SqliteStore
-from kubedra.web.api import ROUTES
+from kubedra.web.api import PAGES, ROUTES
 from kubedra.web.server import Server
 from tests.scheduler.cluster import gpu_node, gpu_pod, gpu_template
 
@@ -46,7 +46,7 @@ def test_page_static_files_and_api_index(server: Server) -> None:
     for name, kind in (("app.js", "text/javascript"), ("app.css", "text/css")):
         status, headers, body = request(server, f"/static/{name}")
         assert status == 200 and headers["Content-Type"].startswith(kind) and body
-    assert get_json(server, "/api")["routes"] == ROUTES
+    assert get_json(server, "/api") == {"routes": ROUTES, "pages": PAGES}
 
 
 def test_every_documented_view_answers_json(server: Server, store: SqliteStore) -> None:

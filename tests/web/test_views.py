@@ -26,6 +26,7 @@ from kubedra.web.pending import pending_view
 from kubedra.web.snapshot import ReadOnly, SnapshotStore
 from kubedra.web.workloads import claim_view, claims_view, pods_view
 from tests.cli.test_lint import kubedra
+from tests.conftest import REPO
 from tests.scheduler.cluster import gpu_node, gpu_pod, gpu_template, new_store
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -134,6 +135,46 @@ def test_a_mig_slice_blocks_its_whole_gpu_and_overlapping_slices(catalog: Sqlite
     parent = by_name["gpu-0"]["parent"]
     assert 0 < node["partitions"][parent] < 1 and node["partitions"][by_name["gpu-1"]["parent"]] == 0
     assert 0 < node["fill"] < 1 / 8
+
+
+def test_fleet_counts_what_an_operator_counts(catalog: SqliteStore) -> None:
+    """The header used to count device entries: every MIG placement a device, NICs too
+    (496 devices / 463 free on a 72-GPU cluster). Accelerators count once each, a MIG
+    GPU too, as the fragmentation page counts them; MIG partitions in use and NICs apart."""
+    slices = [s for s in catalog.list(ResourceSlice) if s.spec.node_name == "a100-40x8-mig-0"
+              and any(d.consumes_counters for d in s.spec.devices)]
+    pool = slices[0].spec.pool.name
+    allocate_by_hand(catalog, "mig", [{"request": "r", "driver": "gpu.nvidia.com", "pool": pool,
+                                        "device": "gpu-0-mig-1g5gb-19-0"}])
+    allocate_by_hand(catalog, "whole", [{"request": "r", "driver": "gpu.nvidia.com", "pool": pool, "device": "gpu-1"}])
+    f = facts(catalog)
+    s = fleet_view(f)["summary"]
+    assert s["devices"] > 200  # the slices' entries: 8 A100s offer dozens of placements each
+    assert s["accelerators"] == {"total": 24, "gpu": 24, "tpu": 0, "allocated": 5, "partial": 1,
+                                 "free": 18, "tainted": 0}
+    assert (s["partitionsInUse"], s["partitionable"]) == (1, 8)
+    assert s["nics"] == {"total": 12, "inUse": 0}
+    assert measure(f)["accelerators"] == s["accelerators"]["total"]
+    node = next(n for g in fleet_view(f)["groups"] for n in g["nodes"] if n["name"] == "a100-40x8-mig-0")
+    assert (node["accelerators"], node["inUse"]) == (8, 2)
+
+
+def test_an_extended_resource_claim_names_its_pod(catalog: SqliteStore) -> None:
+    """`nvidia.com/gpu: 1` served by a DeviceClass: the claim the scheduler made for it is
+    in the pod's status, not its spec; both lists tie them."""
+    from kubedra.api.loader import load_paths
+
+    for loaded in load_paths([str(REPO / "examples" / "extended-resource" / "manifests.yaml")]).objects:
+        catalog.create(loaded.obj)
+    Scheduler(catalog).run_once()
+    f = facts(catalog)
+    claim = next(c for c in claims_view(f)["claims"] if c["name"].startswith("legacy-cuda-job-extended-resources-"))
+    assert claim["pods"] == ["legacy-cuda-job"] and claim["extendedResources"] is True
+    pod = next(p for p in pods_view(f)["pods"] if p["name"] == "legacy-cuda-job")
+    assert pod["claims"] == [claim["name"]]
+    page = claim_view(f, "default", claim["name"])
+    assert page["pods"] == ["legacy-cuda-job"] and page["extendedResources"] is True
+    assert all(c["extendedResources"] is False for c in claims_view(f)["claims"] if c["name"] != claim["name"])
 
 
 def test_taint_rules_and_slice_taints_mark_devices_tainted(tmp_path: Path) -> None:

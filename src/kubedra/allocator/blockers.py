@@ -333,10 +333,9 @@ def _tainted(stopped: list[DeviceEntry], rd: ReqData, names: int = 4) -> str:
     by_taint: dict[str, list[str]] = {}
     for entry in stopped:
         for t in entry.taints:
-            untolerated = not any(
-                tolerates(tol, t.key, t.value or "", t.effect) for tol in rd.tolerations
-            )
-            if t.effect in ("NoSchedule", "NoExecute") and untolerated:
+            if t.effect not in ("NoSchedule", "NoExecute"):
+                continue
+            if not any(tolerates(tol, t.key, t.value or "", t.effect) for tol in rd.tolerations):
                 taint = f"{t.key}{f'={t.value}' if t.value else ''}:{t.effect}"
                 by_taint.setdefault(taint, []).append(entry.device.name)
     parts = []

@@ -76,7 +76,9 @@ def run(policy: str, **options: Any) -> None:
 @_common
 @fails_cleanly
 def compare(policies: tuple[str, ...], jobs: int, **options: Any) -> None:
-    """Several policies side by side on the same arrivals."""
+    """Several policies side by side on the same arrivals: GPU allocation and pods placed
+    per model first (with device-plugin among them: what DRA gains over it), then the plots
+    and the table; a line counts the runs' arrivals on a terminal."""
     sim_compare(policies=policies, jobs=jobs, echo=click.echo, **options)
 
 

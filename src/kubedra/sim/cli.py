@@ -11,19 +11,23 @@ kube-scheduler-like `spread` scoring) or `device-plugin+POLICY`.
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
 import os
+import shutil
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from kubedra.cli.progress import Progress
 from kubedra.sim import report
-from kubedra.sim.engine import ExperimentMode, RunResult, run_replay, run_saturate
+from kubedra.sim.engine import ExperimentMode, OnProgress, RunResult, run_replay, run_saturate
 from kubedra.sim.trace import (
     OPENB_DIR,
     Cluster,
@@ -96,47 +100,176 @@ def _prepare(job: Job) -> tuple[Cluster, Workload, Workload]:
     return cluster, workload, prefix(ordered, job.max_pods)
 
 
-def _execute(job: Job) -> RunResult:
-    cluster, workload, arrivals = _prepare(job)
+Prepared = tuple[Cluster, Workload, Workload]  # the cluster, the trace, the arrivals
+
+
+def _execute(
+    job: Job, prepared: Prepared | None = None, on_progress: OnProgress | None = None
+) -> RunResult:
+    """One run (its inputs prepared here unless given: runs that differ only by policy
+    share them)."""
+    cluster, workload, arrivals = prepared or _prepare(job)
     stream: TextIO | None = sys.stderr if job.progress else None
     if job.mode == "saturate":
         return run_saturate(
             cluster, arrivals, job.policy, seed=job.seed, progress=stream,
-            target=workload.tasks,
+            target=workload.tasks, on_progress=on_progress,
         )  # fmt: skip
-    return run_replay(cluster, arrivals, job.policy, seed=job.seed, progress=stream)
+    return run_replay(
+        cluster, arrivals, job.policy, seed=job.seed, progress=stream, on_progress=on_progress
+    )
 
 
-def _run_jobs(jobs: Sequence[Job], parallel: int, bar: Progress | None = None) -> list[RunResult]:
-    """The jobs' results in their order; `bar` counts the runs finished."""
+@dataclass
+class _Board:
+    """`sim compare`'s one progress line over all its runs (the CLI's `Progress`: on a
+    terminal only): arrivals scheduled across the runs, the runs done, what the latest
+    update says (`fragmentation, GPU allocated 41.2 %`). Updated from one thread."""
+
+    bar: Progress
+    runs: int
+    per_run: int
+    done: list[int] = field(default_factory=list)
+    finished: int = 0
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        self.done = [0] * self.runs
+        self.bar.total = max(self.runs * self.per_run, 1)
+        self.bar.label = f"sim compare: {self.runs} runs"
+
+    def update(self, index: int, done: int, total: int, note: str) -> None:
+        self.done[index] = min(done, total)
+        self.note = note
+        self._draw()
+
+    def finish(self, index: int) -> None:
+        self.done[index] = self.per_run
+        self.finished += 1
+        self._draw()
+
+    def _draw(self) -> None:
+        label = f"sim compare: {self.finished}/{self.runs} runs done"
+        room = shutil.get_terminal_size().columns - len(label) - BAR_WIDTH
+        if self.note and len(self.note) + 3 <= room:  # the counts and ETA come first
+            label += f" · {self.note}"
+        self.bar.update(sum(self.done), label=label)
+
+
+BAR_WIDTH = 52  # what `Progress` adds to the label: bar, percent, counts, ETA (wide)
+# The queue a `sim compare` worker process sends its run's progress on (set at its start).
+_RELAY: Any = None
+RELAY_S = 0.2  # at most five updates a second from each worker
+
+
+def _set_relay(queue: Any) -> None:
+    global _RELAY
+    _RELAY = queue
+
+
+def _execute_relayed(job: Job, prepared: Prepared, index: int) -> RunResult:
+    """`_execute` in a worker process, its progress sent to the parent's board."""
+    last = float("-inf")
+
+    def send(done: int, total: int, note: str) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= RELAY_S or done >= total:
+            last = now
+            _RELAY.put((index, done, total, note))
+
+    return _execute(job, prepared, send)
+
+
+def _drain(queue: Any, board: _Board) -> None:
+    """The parent's side: every worker's updates and the finished runs onto the board,
+    until None."""
+    while (message := queue.get()) is not None:
+        if message[0] == "finished":
+            board.finish(message[1])
+        else:
+            board.update(*message)
+
+
+def _run_compared(
+    batch: Sequence[Job], parallel: int, prepared: Prepared, board: _Board
+) -> list[RunResult]:
+    """The runs of `sim compare` on shared inputs, their progress on the board."""
+    if parallel <= 1 or len(batch) <= 1:
+        results = []
+        for index, job in enumerate(batch):
+            results.append(_execute(job, prepared, functools.partial(board.update, index)))
+            board.finish(index)
+        return results
+    context = multiprocessing.get_context()
+    queue = context.SimpleQueue()
+    with ProcessPoolExecutor(
+        max_workers=min(parallel, len(batch)),
+        mp_context=context,
+        initializer=_set_relay,
+        initargs=(queue,),
+    ) as pool:
+        futures = {pool.submit(_execute_relayed, j, prepared, i): i for i, j in enumerate(batch)}
+        reader = threading.Thread(target=_drain, args=(queue, board), daemon=True)
+        reader.start()  # after the workers are forked: none inherits a thread
+        try:
+            for future in as_completed(futures):
+                future.result()  # a failed run fails the comparison now
+                queue.put(("finished", futures[future]))
+        finally:
+            queue.put(None)
+            reader.join()
+        return [f.result() for f in futures]
+
+
+def _run_jobs(
+    jobs: Sequence[Job],
+    parallel: int,
+    bar: Progress | None = None,
+    prepared: Prepared | None = None,
+) -> list[RunResult]:
+    """The jobs' results in their order; `bar` counts the runs finished; `prepared`: the
+    inputs every job shares (else each prepares its own)."""
     if parallel <= 1 or len(jobs) <= 1:
         results = []
         for job in jobs:
-            results.append(_execute(job))
+            results.append(_execute(job, prepared))
             if bar is not None:
                 bar.update(len(results))
         return results
     with ProcessPoolExecutor(max_workers=min(parallel, len(jobs))) as pool:
-        futures = [pool.submit(_execute, job) for job in jobs]
+        futures = [pool.submit(_execute, job, prepared) for job in jobs]
         for done, _ in enumerate(as_completed(futures), 1):
             if bar is not None:
                 bar.update(done)
         return [f.result() for f in futures]
 
 
-def _save(results: Sequence[RunResult], out: Path, title: str) -> None:
+def _save(results: Sequence[RunResult], out: Path, title: str) -> list[Path]:
+    """CSVs, plots (the lead one first: GPU allocation and pods not placed; replay: over
+    time) and summary.md (the lead lines, that plot, the table); the plots' paths."""
     out.mkdir(parents=True, exist_ok=True)
     for r in results:
         report.write_csv(r, out / f"{r.mode}-{r.policy}.csv")
     if not results:
-        return
+        return []
     if results[0].mode == "saturate":
-        report.plot_saturate(results, out / "allocation.png", title=title)
-        report.plot_saturate(results, out / "fragmentation.png", key="frag_pct", title=title)
+        plots = [
+            report.plot_gain(results, out / "allocation.png", title=title),
+            report.plot_saturate(
+                results, out / "fragmentation.png", key="frag_pct", title=title,
+                note=report.FRAGMENTATION_NOTE,
+            ),
+        ]  # fmt: skip
     else:
-        report.plot_replay(results, out / "replay.png", title=title)
+        plots = [report.plot_replay(results, out / "replay.png", title=title)]
     rows = report.summary_rows(results)
-    (out / "summary.md").write_text(report.markdown_table(rows))
+    md = ["```text", *report.lead_lines(results), "```", ""]  # aligned as printed
+    md += [f"![{p.stem}]({p.name})\n" for p in plots[:1]]
+    md += [report.markdown_table(rows)]
+    md += [f"![{p.stem}]({p.name})\n\n{report.FRAGMENTATION_NOTE}\n" for p in plots[1:]]
+    (out / "summary.md").write_text("\n".join(md))
+    return plots
 
 
 def sim_run(
@@ -191,14 +324,31 @@ def sim_compare(
     progress: bool = True,
     echo: Echo = print,
 ) -> list[RunResult]:
-    """Several policies on the same arrivals, side by side (table, CSVs, one plot)."""
+    """Several policies on the same arrivals, side by side: first what each model achieves
+    (GPU allocation, pods placed and not; with the device-plugin baseline, what DRA gains
+    over it), then the plots (GPU allocation and pods not placed first) and the full table.
+    `progress`: one line over all the runs, on a terminal (as `sim report`'s)."""
     batch = [
-        Job(str(nodes), str(pods), p, seed, mode, max_pods, tune, progress, load, horizon_h,
+        Job(str(nodes), str(pods), p, seed, mode, max_pods, tune, False, load, horizon_h,
             cluster_share)
         for p in policies
     ]  # fmt: skip
-    results = _run_jobs(batch, jobs)
-    _save(results, Path(out), Path(pods).stem)
+    with Progress("sim compare", 1) as bar:
+        bar.enabled &= progress
+        prepared = _prepare(batch[0]) if batch else None  # the same arrivals for every run
+        if prepared is None:
+            results: list[RunResult] = []
+        else:
+            board = _Board(bar, len(batch), len(prepared[2].tasks))
+            if bar.enabled:
+                results = _run_compared(batch, jobs, prepared, board)
+            else:  # nobody to show it to: no relaying
+                results = _run_jobs(batch, jobs, prepared=prepared)
+    plots = _save(results, Path(out), Path(pods).stem)
+    for line in report.lead_lines(results):
+        echo(line)
+    if plots:
+        echo("plots: " + ", ".join(str(p) for p in plots))
     echo(report.text_table(report.summary_rows(results)))
     return results
 

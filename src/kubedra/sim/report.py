@@ -79,9 +79,10 @@ def plot_saturate(
     key: str = "alloc_pct",
     title: str = "",
     paper: Mapping[str, Sequence[float]] | None = None,
+    note: str = "",
 ) -> Path:
     """Our curves (one line per policy) vs arrived workload; with `paper`, a second panel
-    with the paper's published curves for the same trace."""
+    with the paper's published curves for the same trace; `note`: a line under the plot."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -109,11 +110,122 @@ def plot_saturate(
     if key == "alloc_pct":
         for a in axes[0]:
             a.plot([0, 100], [0, 100], color="grey", linewidth=0.6, linestyle=":")
+    if note:
+        fig.text(0.5, 0.01, note, ha="center", va="bottom", fontsize=7, wrap=True)
+        fig.tight_layout(rect=(0, 0.07, 1, 1))
+    else:
+        fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# Under the fragmentation plot of `sim run` / `sim compare`: why it is not the lead figure.
+FRAGMENTATION_NOTE = (
+    "Fragmentation counts the free GPU capacity that the trace's task types cannot use. The "
+    "device-plugin model rounds each shared-GPU pod up to a whole GPU, which it holds: that "
+    "capacity is neither free nor fragmented, so its curve looks close to DRA's while its "
+    "GPU allocation (allocation.png) is far lower and more pods are not placed."
+)
+
+
+def is_baseline(policy: str) -> bool:
+    """The device-plugin model (`device-plugin`, `device-plugin+POLICY`)."""
+    return policy.split("+", 1)[0] == "device-plugin"
+
+
+def plot_gain(results: Sequence[RunResult], path: Path, *, title: str = "") -> Path:
+    """The lead figure of a comparison, what DRA gains: GPU allocation (left) and pods not
+    placed (right) against arrived demand, one line per policy, the device-plugin model
+    dashed; each policy's final figure in its legend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12.4, 4.2))
+    for r in results:
+        xs = [row["arrived_pct"] for row in r.rows]
+        style = "--" if is_baseline(r.policy) else "-"
+        a1.plot(xs, [row["alloc_pct"] for row in r.rows], linestyle=style, linewidth=1.4,
+                label=f"{r.policy}: {r.summary.get('alloc_pct', math.nan):.1f} %")
+        a2.plot(xs, [row.get("failed", 0.0) for row in r.rows], linestyle=style, linewidth=1.4,
+                label=f"{r.policy}: {round(r.summary.get('failed', 0.0)):,}")  # fmt: skip
+    a1.plot([0, 100], [0, 100], color="grey", linewidth=0.6, linestyle=":")
+    a1.set_ylabel("GPU allocation ratio (% of cluster GPU capacity)")
+    a1.set_title(f"GPU allocated: {title}" if title else "GPU allocated")
+    a2.set_ylabel("pods not placed (no room when they arrived)")
+    a2.set_title("pods not placed")
+    for a in (a1, a2):
+        a.set_xlabel("arrived GPU demand (% of cluster GPU capacity)")
+        a.set_xlim(0, 130)
+        a.grid(alpha=0.3)
+        a.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def lead_lines(results: Sequence[RunResult]) -> list[str]:
+    """What each model achieves, before any table: GPU allocation and pods placed and not
+    (replay: waiting) per policy; with the device-plugin model among them, what each DRA
+    policy gains over it. The answer to "what does DRA gain", in figures."""
+    if not results:
+        return []
+    width = max(len(r.policy) for r in results)
+    saturate = results[0].mode == "saturate"
+    if saturate:
+        s = results[0].summary
+        lines = [
+            f"GPU allocation once all {round(s.get('pods', 0)):,} pods have arrived "
+            f"({s.get('arrived_pct', math.nan):.0f} % of the cluster's GPUs asked for), "
+            "pods placed and not placed:"
+        ]
+        # the device plugin holds a whole GPU for a share: say how much it holds
+        held = any(abs(r.summary["reserved_pct"] - r.summary["alloc_pct"]) > 0.005 for r in results)
+        for r in results:
+            s = r.summary
+            lines.append(
+                f"  {r.policy.ljust(width)}  {s['alloc_pct']:6.2f} %  "
+                f"{round(s['placed']):>7,} placed  {round(s['failed']):>7,} not placed"
+                + (f"  ({s['reserved_pct']:.2f} % of the GPUs held)" if held else "")
+            )
+    else:
+        lines = [
+            "Mean GPU allocation over the arrival window, pods placed, waiting (mean, most) "
+            "and never placed:"
+        ]
+        for r in results:
+            s = r.summary
+            lines.append(
+                f"  {r.policy.ljust(width)}  {s['mean_alloc_pct']:6.2f} %  "
+                f"{round(s['placed']):>7,} placed  waiting {s['mean_pending']:,.1f} mean, "
+                f"{round(s['max_pending']):,} most  {round(s['never_placed']):,} never placed"
+            )
+    base = next((r for r in results if is_baseline(r.policy)), None)
+    if base is None:
+        return lines
+    for r in results:
+        if is_baseline(r.policy):
+            continue
+        if saturate:
+            gain = r.summary["alloc_pct"] - base.summary["alloc_pct"]
+            placed = round(r.summary["placed"] - base.summary["placed"])
+            lines.append(
+                f"DRA ({r.policy}) over the device plugin ({base.policy}): {gain:+.2f} points "
+                f"of GPU allocation, {placed:+,} pods placed"
+            )
+        else:
+            gain = r.summary["mean_alloc_pct"] - base.summary["mean_alloc_pct"]
+            waiting = r.summary["mean_pending"] - base.summary["mean_pending"]
+            lines.append(
+                f"DRA ({r.policy}) over the device plugin ({base.policy}): {gain:+.2f} points "
+                f"of mean GPU allocation, {waiting:+,.1f} pods waiting on average"
+            )
+    return lines
 
 
 def plot_replay(results: Sequence[RunResult], path: Path, *, title: str = "") -> Path:

@@ -1,17 +1,21 @@
-"""The dashboard's routes: the page, its static files, the figures and the JSON API.
+"""The dashboard's routes: the pages, their static files, the figures and the JSON API.
 
 Independent of the HTTP server: `App.get(path, query)` answers a GET with a `Response`.
-Every JSON view is computed from the mirror's current snapshot, once per version (the
-cache is dropped when the cluster changes), one view at a time: two browsers asking for
-the fleet of a 1,000-node cluster cost one computation. A view reads only the parameters
-`PARAMETERS` gives it; the cache is keyed by those, normalised, and bounded (`cache`).
-`ROUTES` documents the API (it is also served at /api).
+The pages (/fleet, /workloads, /claims/NS/NAME, /pending, /fragmentation; / is the fleet)
+are HTML rendered here with their data (`pages`), so the first paint shows the cluster;
+the JSON API serves the same views. Every answer is computed from the mirror's current
+snapshot, once per version (the cache is dropped when the cluster changes), one at a
+time: two browsers asking for the fleet of a 1,000-node cluster cost one computation. A
+view reads only the parameters `PARAMETERS` (pages: `PAGE_PARAMETERS`) gives it; the
+cache is keyed by those, normalised, and bounded (`cache`). `ROUTES` documents the API
+(it is also served at /api).
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,17 +27,19 @@ import msgspec
 
 from kubedra.api.core import Pod
 from kubedra.errors import KubedraError, NotFound
+from kubedra.web import pages
 from kubedra.web.cache import ResponseCache
 from kubedra.web.facts import Facts
 from kubedra.web.fleet import fleet_view
 from kubedra.web.fragmentation import History, figures, measure
+from kubedra.web.html import Markup
 from kubedra.web.mirror import Mirror
 from kubedra.web.pending import DEFAULT_LIMIT, explain_pod, pending_view
 from kubedra.web.workloads import claim_view, claims_view, pods_view
 
 JSON = "application/json"
+HTML = "text/html; charset=utf-8"
 STATIC = {
-    "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
 }
@@ -50,6 +56,15 @@ PARAMETERS: dict[str, tuple[str, ...]] = {
     "pending": ("limit",),
     "fragmentation": (),
 }
+# page -> the query parameters it reads (as above: others ignored, the cache keyed by these)
+PAGE_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "fleet": ("class", "mode", "pod"),
+    "workloads": ("claims", "namespace", "pods"),
+    "claim": (),
+    "pending": ("pod",),
+    "fragmentation": (),
+}
+FLEET_MODES = ("heat", "devices")  # `mode=`: the heat map or every device (else: by size)
 
 # path pattern -> what it returns (the documentation served at /api, and in the README)
 ROUTES = {
@@ -65,6 +80,18 @@ ROUTES = {
     "/api/pending/NS/NAME": "one pending pod's `kubedra explain`: node groups, blockers, hints",
     "/api/fragmentation": "FGD fragmentation and allocation ratio now, their history, figures",
     "/api/events": "server-sent events: `change` with the new version, at most once a second",
+}
+
+
+# the pages (HTML, whole on arrival; the same views as the JSON), in the /api index too
+PAGES = {
+    "/ or /fleet?class=NAME&pod=NS/NAME&mode=heat|devices": (
+        "the fleet: accelerators, MIG partitions and NICs counted; devices or a heat map"
+    ),
+    "/workloads?namespace=NS&claims=S&pods=S": "claims and pods (/claims too)",
+    "/claims/NS/NAME": "a claim: requests, allocated devices with attributes, pods",
+    "/pending?pod=NS/NAME": "pending pods with kubedra's explanation (one pod with pod=)",
+    "/fragmentation": "FGD fragmentation and allocation now and over time, simulator figures",
 }
 
 
@@ -102,8 +129,16 @@ class App:
         self.figures_dir = figures_dir
         self.history = History(lambda: measure(self.facts()), interval=history_interval)
         self._facts: Facts | None = None
+        self._last_fleet: tuple[tuple[int, str, str], dict[str, Any]] | None = None
         self.cache: ResponseCache[Response] = ResponseCache()
         self._lock = threading.Lock()
+        self._pages: dict[str, Callable[[list[str], Mapping[str, str]], Markup]] = {
+            "fleet": self._fleet_page,
+            "workloads": self._workloads_page,
+            "claim": self._claim_page,
+            "pending": self._pending_page,
+            "fragmentation": self._fragmentation_page,
+        }
         self._views: dict[str, Callable[[list[str], Mapping[str, str]], Any]] = {
             "status": self._status,
             "fleet": self._fleet,
@@ -134,8 +169,9 @@ class App:
         if not path.startswith("/"):  # `*` or an absolute URL: not a page of this server
             return error(400, f"not a path: {path[:100]!r}")
         parts = [unquote(p) for p in path.split("/")[1:]]
-        if parts in ([""], ["index.html"]):
-            return _static("index.html")
+        page = _page_name(parts)
+        if page is not None:
+            return self._page(page, parts[1:], query)
         if len(parts) == 2 and parts[0] == "static":
             return _static(parts[1])
         if len(parts) == 2 and parts[0] == "figures":
@@ -143,7 +179,7 @@ class App:
         if parts[0] != "api":
             return error(404, f"no such page: {path}")
         if parts[1:] in ([], [""]):
-            return json_response({"routes": ROUTES})
+            return json_response({"routes": ROUTES, "pages": PAGES})
         view = self._views.get(parts[1])
         if view is None:
             return error(404, f"no such page: {path}")
@@ -175,6 +211,31 @@ class App:
             self.cache.put(version, key, response)
             return response
 
+    def _page(self, name: str, args: list[str], query: Mapping[str, str]) -> Response:
+        """A whole HTML page: the view rendered with its data (cached like the JSON, by
+        version and the parameters it reads), in the frame of the current status."""
+        params = {k: query[k] for k in PAGE_PARAMETERS[name] if query.get(k)}
+        if params.get("mode") not in (None, *FLEET_MODES):
+            del params["mode"]  # an unknown mode: the default for the fleet's size
+        key = ("page", name, *args, "?", *(f"{k}={v}" for k, v in params.items()))
+        with self._lock:
+            version = self.mirror.version
+            status = self._status([], {})
+            cached = self.cache.get(version, key)
+            if cached is None:
+                code = 200
+                try:
+                    main = self._pages[name](args, params)
+                except NotFound as err:
+                    code, main = 404, pages.not_found(str(err))
+                except (KubedraError, ValueError) as err:
+                    code, main = 400, pages.not_found(str(err))
+                cached = Response(code, HTML, main.encode())
+                self.cache.put(version, key, cached)
+        main = Markup(cached.body.decode())  # rendered by `pages`: escaped there
+        body = pages.layout(name, main, status, _title(name, args))
+        return Response(cached.status, HTML, body)
+
     # --- views with arguments -------------------------------------------------------------
 
     def _status(self, args: list[str], query: Mapping[str, str]) -> dict[str, Any]:
@@ -187,8 +248,14 @@ class App:
         }
 
     def _fleet(self, args: list[str], query: Mapping[str, str]) -> dict[str, Any]:
+        """The fleet view; the last one is kept for its version and filter, so the page in
+        the other mode (heat map, devices) and the JSON are rendered from it, not again."""
         _no_args(args)
-        return fleet_view(self.facts(), query.get("class", ""), query.get("pod", ""))
+        facts = self.facts()
+        key = (facts.version, query.get("class", ""), query.get("pod", ""))
+        if self._last_fleet is None or self._last_fleet[0] != key:
+            self._last_fleet = (key, fleet_view(facts, key[1], key[2]))
+        return self._last_fleet[1]
 
     def _pods(self, args: list[str], query: Mapping[str, str]) -> dict[str, Any]:
         _no_args(args)
@@ -215,6 +282,40 @@ class App:
             "figures": figures(self.figures_dir),
         }
 
+    # --- pages ----------------------------------------------------------------------------
+
+    def _fleet_page(self, args: list[str], params: Mapping[str, str]) -> Markup:
+        _no_args(args)
+        return pages.fleet_page(self._fleet([], params), params)
+
+    def _workloads_page(self, args: list[str], params: Mapping[str, str]) -> Markup:
+        _no_args(args)
+        namespace = params.get("namespace", "")
+        claims = claims_view(self.facts(), namespace, params.get("claims", ""))
+        pods = pods_view(self.facts(), namespace, params.get("pods", ""))
+        return pages.workloads_page(claims, pods, params)
+
+    def _claim_page(self, args: list[str], params: Mapping[str, str]) -> Markup:
+        return pages.claim_page(self._claims(args, params))
+
+    def _pending_page(self, args: list[str], params: Mapping[str, str]) -> Markup:
+        _no_args(args)
+        pod = params.get("pod", "")
+        if not pod:
+            return pages.pending_page(self._pending([], {}))
+        namespace, _, name = pod.rpartition("/")
+        explained = self._pending([namespace or "default", name], {})
+        return pages.pending_page({"total": 1, "explained": 1, "pods": [explained]})
+
+    def _fragmentation_page(self, args: list[str], params: Mapping[str, str]) -> Markup:
+        data = self._fragmentation(args, params)
+        history, now = data["history"], data["now"]
+        if not history or history[-1]["version"] != now["version"]:
+            # not sampled yet (the sampler runs after each change): the state shown now
+            point = {k: now[k] for k in ("version", "fragmentation", "allocation")}
+            history = [*history, {"time": time.time(), **point}]
+        return pages.fragmentation_page({**data, "history": history})
+
     def _figure(self, name: str) -> Response:
         folder = self.figures_dir
         if folder is None or not _FIGURE_NAME.match(name) or not (folder / name).is_file():
@@ -235,12 +336,29 @@ def _normalised(view: str, query: Mapping[str, str]) -> dict[str, str]:
     return params
 
 
+def _page_name(parts: list[str]) -> str | None:
+    """The page a path names, or None: / and /index.html are the fleet, /claims alone the
+    claims and pods, /claims/NS/NAME a claim."""
+    if parts in ([""], ["index.html"]):
+        return "fleet"
+    if parts[0] == "claims":
+        return "claim" if len(parts) > 1 else "workloads"
+    return parts[0] if parts[0] in PAGE_PARAMETERS else None
+
+
+def _title(page: str, args: list[str]) -> str:
+    if page == "claim" and len(args) == 2:
+        return f"claim {args[0]}/{args[1]}"
+    return pages.TITLES[page]
+
+
 def _no_args(args: list[str]) -> None:
     if args:
         raise NotFound(f"no such page: {'/'.join(args)}")
 
 
 def _static(name: str) -> Response:
+    """app.js and app.css (the pages are rendered, not static)."""
     if name not in STATIC:
         return error(404, f"no such file: {name}")
     body = resources.files("kubedra.web").joinpath("static", name).read_bytes()

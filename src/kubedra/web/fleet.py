@@ -9,6 +9,7 @@ a pod admits but cannot have are the ones it was refused (held, blocked or taint
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,11 +42,60 @@ class Admission:
     device_errors: int = 0  # devices on which a selector failed at run time (not admitted)
 
 
+@dataclass(frozen=True, slots=True)
+class Accelerator:
+    """One accelerator as an operator counts it: a GPU or TPU, or a partitionable GPU (MIG)
+    once, however many partitions its slices offer."""
+
+    kind: str  # gpu | tpu
+    fill: float  # how much of it is held, 0..1 (a partitionable GPU: its used counters)
+    tainted: bool
+    partitionable: bool  # its devices draw on counters: MIG placements, the whole GPU
+    partitions: int  # its partitions (MIG devices) allocated
+
+    @property
+    def state(self) -> str:
+        """allocated (held whole), partial (MIG partitions or shares of it held), free."""
+        if self.fill >= 1.0:
+            return "allocated"
+        return "partial" if self.fill > 0 else "free"
+
+
+def accelerators(node: NodeFacts) -> list[Accelerator]:
+    """The node's accelerators: each GPU/TPU not drawing on counters, then each counter set
+    its devices draw on (a partitionable GPU: the whole-GPU device and its MIG placements),
+    in name order. The fleet's counts, the heat map and the fragmentation measure all count
+    these, so the header and the fragmentation page agree."""
+    units = [d for d in node.devices if d.kind in ACCELERATORS]
+    out = [Accelerator(d.kind, d.fill, d.tainted, False, 0) for d in units if d.parent is None]
+    parts: dict[str, list[DeviceFacts]] = {}
+    for d in units:
+        if d.parent is not None:
+            parts.setdefault(d.parent, []).append(d)
+    for parent in sorted(parts):
+        devices = parts[parent]
+        out.append(
+            Accelerator(
+                "tpu" if any(d.kind == "tpu" for d in devices) else "gpu",
+                node.partitions.get(parent, 0.0),
+                any(d.tainted for d in devices),
+                True,
+                sum(d.kind == "mig" and d.state == "allocated" for d in devices),
+            )
+        )
+    return out
+
+
 def fleet_view(facts: Facts, class_name: str = "", pod: str = "") -> dict[str, Any]:
+    """Every node with its devices, grouped by hardware, and the counts an operator reads:
+    accelerators by state, MIG partitions in use, NICs; besides, the device entries of the
+    slices by state (a MIG GPU offers dozens of placements: counted there, not as GPUs)."""
     admission = _admission(facts, class_name, pod)
     admit = _admitter(facts, admission) if admission is not None else None
     groups: dict[str, list[dict[str, Any]]] = {}
     counts = dict.fromkeys((*STATES, "tainted", "admitted", "devices"), 0)
+    units: Counter[str] = Counter()
+    nics: Counter[str] = Counter()
     for node in facts.nodes:
         devices = [_device(d, admit) for d in node.devices]
         for d in devices:
@@ -53,20 +103,43 @@ def fleet_view(facts: Facts, class_name: str = "", pod: str = "") -> dict[str, A
             counts[d["state"]] += 1
             counts["tainted"] += d["tainted"]
             counts["admitted"] += bool(d["admitted"])
+            if d["kind"] == "nic":
+                nics["total"] += 1
+                nics["inUse"] += d["state"] in ("allocated", "shared")
+        mine = accelerators(node)
+        for unit in mine:
+            units["total"] += 1
+            units[unit.kind] += 1
+            units[unit.state] += 1
+            units["tainted"] += unit.tainted
+            units["partitions"] += unit.partitions
+            units["partitionable"] += unit.partitionable
         groups.setdefault(group_name(node), []).append(
             {
                 "name": node.name,
                 "fill": round(node_fill(node), 3),
+                "accelerators": len(mine),
+                "inUse": sum(u.fill > 0 for u in mine),
                 "problems": list(node.problems),
                 "partitions": {k: round(v, 3) for k, v in node.partitions.items()},
                 "devices": devices,
             }
         )
+    summary = {
+        "nodes": len(facts.nodes),
+        **counts,
+        "accelerators": {
+            k: units[k] for k in ("total", "gpu", "tpu", "allocated", "partial", "free", "tainted")
+        },
+        "partitionsInUse": units["partitions"],
+        "partitionable": units["partitionable"],
+        "nics": {"total": nics["total"], "inUse": nics["inUse"]},
+    }
     return {
         "version": facts.version,
         "filter": _filter_json(admission),
         "classes": [c.name for c in facts.scheduler.store.list(DeviceClass)],
-        "summary": {"nodes": len(facts.nodes), **counts},
+        "summary": summary,
         "groups": [{"name": k, "nodes": v} for k, v in sorted(groups.items())],
     }
 
@@ -82,9 +155,11 @@ def group_name(node: NodeFacts) -> str:
 def node_fill(node: NodeFacts) -> float:
     """How much of the node's accelerators is held, 0..1 (all devices when it has none): a
     partitionable GPU counts once, by its used counters."""
-    units = [d for d in node.devices if d.kind in ACCELERATORS] or list(node.devices)
-    fills = [d.fill for d in units if d.parent is None]
-    fills += [node.partitions[p] for p in {d.parent for d in units if d.parent is not None}]
+    fills = [u.fill for u in accelerators(node)]
+    if not fills:
+        devices = list(node.devices)
+        fills = [d.fill for d in devices if d.parent is None]
+        fills += [node.partitions[p] for p in {d.parent for d in devices if d.parent is not None}]
     return sum(fills) / len(fills) if fills else 0.0
 
 
@@ -172,10 +247,7 @@ def _admitter(facts: Facts, admission: Admission) -> Callable[[DeviceEntry], boo
 
     def passes(selection: Selection, entry: DeviceEntry) -> bool:
         try:
-            return all(
-                inventory.matches(e, entry, strict=facts.strict)
-                for e in selection
-            )
+            return all(inventory.matches(e, entry, strict=facts.strict) for e in selection)
         except CelEvalError:
             admission.device_errors += 1
             return False

@@ -31,7 +31,7 @@ from kubedra.scheduler.policies.fragmentation import (
 from kubedra.scheduler.scheduler import Unschedulable
 from kubedra.web.devices import NodeFacts
 from kubedra.web.facts import Facts
-from kubedra.web.fleet import ACCELERATORS
+from kubedra.web.fleet import accelerators
 
 DEFAULT_MIX = ((TaskShape(1), 1.0),)
 
@@ -58,11 +58,9 @@ def workload_mix(facts: Facts) -> list[tuple[TaskShape, float]]:
 
 
 def free_milli(node: NodeFacts) -> list[int]:
-    """Free milli of each accelerator of a node; a partitionable GPU counts once."""
-    units = [d for d in node.devices if d.kind in ACCELERATORS]
-    free = [round((1 - d.fill) * MILLI) for d in units if d.parent is None]
-    parents = {d.parent for d in units if d.parent is not None}
-    return free + [round((1 - node.partitions[p]) * MILLI) for p in sorted(parents)]
+    """Free milli of each accelerator of a node; a partitionable GPU counts once (the
+    fleet's count of accelerators)."""
+    return [round((1 - unit.fill) * MILLI) for unit in accelerators(node)]
 
 
 def measure(facts: Facts) -> dict[str, Any]:

@@ -17,8 +17,8 @@ under a lock) and run in a small thread pool; event streams wait on the loop, wo
 thread that follows the mirror. Safe by default: it binds to loopback, answers GET and HEAD
 only (the UI is read-only) and closes the connection of any refused request, refuses a
 Host header that is not the address it serves (a DNS-rebinding page cannot read it), and
-sends a strict Content-Security-Policy (no inline script, nothing from elsewhere) so a
-hostile object name cannot run as script even if it reached the page.
+sends a strict Content-Security-Policy (no inline script or style, nothing from elsewhere)
+so a hostile object name cannot run as script even if it reached the page unescaped.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Any
 from kubedra.allocator import DeviceRef
 from kubedra.api.core import Pod
 from kubedra.api.resource import DeviceRequest, ResourceClaim
-from kubedra.scheduler.claims import recorded_claim_name
+from kubedra.scheduler.claims import EXTENDED_RESOURCE_ANNOTATION, recorded_claim_name
 from kubedra.web.devices import DeviceFacts
 from kubedra.web.facts import Facts
 
@@ -54,6 +54,7 @@ def claims_view(facts: Facts, namespace: str = "", status: str = "") -> dict[str
                 "requests": [r.name for r in claim.spec.devices.requests],
                 "devices": [f"{r.driver}/{r.pool}/{r.device}" for r in results],
                 "pods": users.get((claim.namespace, claim.name), []),
+                "extendedResources": is_extended(claim),
             }
         )
     return {
@@ -77,9 +78,7 @@ def pods_view(facts: Facts, namespace: str = "", status: str = "") -> dict[str, 
                 "name": pod.name,
                 "status": state,
                 "node": pod.spec.node_name,
-                "claims": [
-                    n for e in pod.spec.resource_claims if (n := recorded_claim_name(pod, e))
-                ],
+                "claims": pod_claim_names(pod),
                 "message": scheduling_message(pod),
             }
         )
@@ -105,6 +104,7 @@ def claim_view(facts: Facts, namespace: str, name: str) -> dict[str, Any]:
         "namespace": claim.namespace,
         "name": claim.name,
         "status": claim_status(claim),
+        "extendedResources": is_extended(claim),
         "requests": [_request(r) for r in claim.spec.devices.requests],
         "constraints": [
             {
@@ -136,14 +136,28 @@ def scheduling_message(pod: Pod) -> str:
     return (found.message or found.reason or "") if found is not None else ""
 
 
+def pod_claim_names(pod: Pod) -> list[str]:
+    """The claims a pod uses: those its spec.resourceClaims resolve to, then the one the
+    scheduler made for its DRA-served extended resources (`nvidia.com/gpu: 1` through a
+    DeviceClass's extendedResourceName, KEP-5004), recorded in its status."""
+    names = [n for e in pod.spec.resource_claims if (n := recorded_claim_name(pod, e))]
+    extended = pod.status.extended_resource_claim_status if pod.status else None
+    if extended is not None and extended.resource_claim_name:
+        names.append(extended.resource_claim_name)
+    return names
+
+
+def is_extended(claim: ResourceClaim) -> bool:
+    """The claim was generated for a pod's extended resources."""
+    return claim.metadata.annotations.get(EXTENDED_RESOURCE_ANNOTATION) == "true"
+
+
 def _claim_users(pods: Sequence[Pod]) -> dict[tuple[str, str], list[str]]:
-    """(namespace, claim) -> names of the pods whose spec.resourceClaims resolve to it."""
+    """(namespace, claim) -> names of the pods that use it (`pod_claim_names`)."""
     out: dict[tuple[str, str], list[str]] = {}
     for pod in pods:
-        for entry in pod.spec.resource_claims:
-            claim = recorded_claim_name(pod, entry)
-            if claim:
-                out.setdefault((pod.namespace, claim), []).append(pod.name)
+        for claim in pod_claim_names(pod):
+            out.setdefault((pod.namespace, claim), []).append(pod.name)
     return out
 
 
