@@ -10,6 +10,17 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+@pytest.fixture(autouse=True)
+def own_user_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test its own per-user store and kubedra config (XDG folders; subprocesses
+    inherit them): no test reads or writes the real ~/.local/share/kubedra or
+    ~/.config/kubedra, and none sees another's default store."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.delenv("KUBEDRA_STORE", raising=False)
+    monkeypatch.delenv("KUBEDRA_CONTEXT", raising=False)
+
+
 @pytest.fixture
 def seed_dir() -> Path:
     return REPO / "examples" / "seed"

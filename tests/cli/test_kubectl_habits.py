@@ -140,8 +140,8 @@ def test_delete_by_file_and_by_directory(cluster: tuple[str, Path], seed_dir: Pa
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == [
         'deviceclass.resource.k8s.io "high-memory-gpu" deleted',
-        'resourceclaim.resource.k8s.io "vllm-gpu-claim" deleted',
-        'pod "vllm-inference" deleted',
+        'resourceclaim.resource.k8s.io "vllm-gpu-claim" deleted from default namespace',
+        'pod "vllm-inference" deleted from default namespace',
     ]
     again = kubedra("--store", store, "delete", "-f", str(seed_dir / "03-pod-vllm.yaml"))
     assert again.returncode == 1 and again.stderr == 'error: Pod "vllm-inference" not found\n'

@@ -21,7 +21,7 @@ from kubedra.api.resource import (
 from kubedra.cluster import SqliteStore
 from kubedra.cluster.rest import ClusterError, Unreachable
 from kubedra.errors import Conflict
-from kubedra.scheduler.binding import FINALIZER, Refused, bind_pod, reserve_claim
+from kubedra.scheduler.binding import FINALIZER, Refused, bind_pod, reserve_claim, same_allocation
 from tests.scheduler.cluster import gpu_node, gpu_pod, new_store, user_claim
 
 
@@ -88,7 +88,7 @@ def test_finalizer_then_allocation_and_reservation(store: SqliteStore) -> None:
     written = reserve_claim(store, store.get(ResourceClaim, "c"), allocation(), consumer(store),
                             allocate=True)
     assert FINALIZER in written.metadata.finalizers
-    assert written.status is not None and written.status.allocation == allocation()
+    assert written.status is not None and same_allocation(written.status.allocation, allocation())
     assert [r.name for r in written.status.reserved_for] == ["p"]
 
 
@@ -98,7 +98,7 @@ def test_a_benign_concurrent_change_is_read_again_and_retried(store: SqliteStore
     store.update(msgspec.structs.replace(stale, metadata=labelled))  # someone else, meanwhile
     written = reserve_claim(store, stale, allocation(), consumer(store), allocate=True)
     assert written.metadata.labels == {"team": "a"} and written.status is not None
-    assert written.status.allocation == allocation()
+    assert same_allocation(written.status.allocation, allocation())
 
 
 def test_a_claim_allocated_elsewhere_meanwhile_is_refused(store: SqliteStore) -> None:

@@ -1,17 +1,20 @@
 """`kubedra describe`: an object as kubectl describes it: its fields as indented
 `Key: value` lines, the objects it is tied to, and its events.
 
-Events: the embedded store keeps no Event objects, and kubedra's scheduler writes none on
-a real cluster either, so the events shown are read from what the object records itself
-(conditions with their transition times, the allocation, reservations, deletion). That
+Events: the embedded store keeps no Event objects, so the events shown are read from what
+the object records itself (conditions with their transition times, the allocation and its
+`allocationTimestamp`, reservations dated by the binding of their pod, deletion). That
 works the same on both backends; the From column says which component wrote the record.
+Field names are labelled as kubectl labels them; map keys (capacities, labels) are kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec.inspect as mi
 
 from kubedra.api.codec import to_dict
 from kubedra.api.core import Pod
@@ -42,7 +45,8 @@ def describe_object(store: Store, obj: KubeObject) -> str:
     related = RELATED.get(type(obj))
     if related is not None:
         lines += related(store, obj)
-    lines += _events(events_of(obj))
+    pods = reserving_pods(store, obj) if isinstance(obj, ResourceClaim) else {}
+    lines += _events(events_of(obj, pods))
     return "\n".join(lines) + "\n"
 
 
@@ -58,10 +62,11 @@ def _fields(obj: KubeObject) -> list[str]:
         lines.append(f"{key.capitalize() + ':':<13} {shown}")
     lines.append(f"API Version:  {data.pop('apiVersion', '')}")
     lines.append(f"Kind:         {data.pop('kind', '')}")
+    fields = _struct_fields(mi.type_info(type(obj))) or {}
     for section in ("spec", "status"):
         if section in data:
             lines.append(f"{section.capitalize()}:")
-            lines += _lines(data.pop(section), 1)
+            lines += _lines(data.pop(section), 1, fields.get(section))
     return lines
 
 
@@ -132,11 +137,12 @@ def _section(title: str, header: Sequence[str], rows: list[list[str]]) -> list[s
 # --- events ----------------------------------------------------------------------------
 
 
-def events_of(obj: KubeObject) -> list[Event]:
-    """What the object records about its history, oldest first (no timestamp: last)."""
+def events_of(obj: KubeObject, pods: Mapping[str, Pod] | None = None) -> list[Event]:
+    """What the object records about its history, oldest first (no timestamp: last).
+    `pods`, by uid: the pods a claim is reserved for, whose binding dates the reservation."""
     found = list(_condition_events(obj))
     if isinstance(obj, ResourceClaim):
-        found += _claim_events(obj)
+        found += _claim_events(obj, pods or {})
     if obj.metadata.deletion_timestamp:
         waiting = ", ".join(obj.metadata.finalizers) or "nothing"
         found.append(
@@ -173,21 +179,42 @@ def _scheduled(pod: Pod, ok: bool, time: str | None, message: str | None) -> Eve
     return Event("Warning", "FailedScheduling", time, source, message or "")
 
 
-def _claim_events(claim: ResourceClaim) -> list[Event]:
+def _claim_events(claim: ResourceClaim, pods: Mapping[str, Pod]) -> list[Event]:
     status = claim.status
     alloc = status.allocation if status else None
     if status is None or alloc is None:
         return []
     devices = ", ".join(f"{r.driver}/{r.pool}/{r.device}" for r in alloc.devices.results)
-    out = [Event("Normal", "Allocated", alloc.allocation_timestamp, "scheduler", devices)]
+    allocated = alloc.allocation_timestamp
+    out = [Event("Normal", "Allocated", allocated, "scheduler", devices)]
     for ref in status.reserved_for:
-        out.append(Event("Normal", "Reserved", None, "scheduler", f"for {ref.resource}/{ref.name}"))
+        when = _scheduled_at(pods.get(ref.uid)) or allocated
+        out.append(Event("Normal", "Reserved", when, "scheduler", f"for {ref.resource}/{ref.name}"))
     for device in status.devices:
         for c in device.conditions:
             state = "Normal" if c.status == "True" else "Warning"
             text = f"{device.driver}/{device.pool}/{device.device}: {c.type}={c.status}"
             out.append(Event(state, c.reason or c.type, c.last_transition_time, "driver", text))
     return out
+
+
+def _scheduled_at(pod: Pod | None) -> str | None:
+    """When a pod was bound: its reservation of a claim is written in the same binding
+    cycle, just before (the claim keeps no time of its own for it). A claim reserved for
+    no pod known here dates its reservation by its allocation: the first reservation is
+    written with the allocation, in one status update."""
+    conditions = pod.status.conditions if pod is not None and pod.status else ()
+    bound = (c for c in conditions if c.type == "PodScheduled" and c.status == "True")
+    return next((c.last_transition_time for c in bound), None)
+
+
+def reserving_pods(store: Store, claim: ResourceClaim) -> dict[str, Pod]:
+    """The pods of the claim's namespace it is reserved for, by uid."""
+    uids = {r.uid for r in (claim.status.reserved_for if claim.status else ())}
+    if not uids:
+        return {}
+    pods = store.list(Pod, claim.namespace)
+    return {p.metadata.uid or "": p for p in pods if p.metadata.uid in uids}
 
 
 def _events(found: list[Event]) -> list[str]:
@@ -200,23 +227,29 @@ def _events(found: list[Event]) -> list[str]:
 # --- the field dump ----------------------------------------------------------------------
 
 
-def _lines(value: Any, depth: int) -> list[str]:
+def _lines(value: Any, depth: int, tp: Any = None) -> list[str]:
+    """`Key:  value` lines, nested by two spaces. A model's field names are labelled as
+    kubectl labels them (`nodeName` -> `Node Name`); the keys of a map (capacity, labels,
+    attributes, opaque parameters) are printed as they are (`nvidia.com/gpu`, `cpu`)."""
     pad = "  " * depth
     if isinstance(value, dict):
         out = []
+        fields = _struct_fields(tp)
         for key, item in value.items():
             if key in SKIP:
                 continue
+            label = smart_label(key) if fields is not None else key
+            sub = fields.get(key) if fields is not None else _item_type(tp)
             if isinstance(item, (dict, list)) and item:
-                out.append(f"{pad}{_title(key)}:")
-                out += _lines(item, depth + 1)
+                out.append(f"{pad}{label}:")
+                out += _lines(item, depth + 1, sub)
             else:
-                out.append(f"{pad}{_title(key)}:  {item}")
+                out.append(f"{pad}{label}:  {item}")
         return out
     if isinstance(value, list):
         out = []
         for item in value:
-            sub = _lines(item, depth + 1)
+            sub = _lines(item, depth + 1, _item_type(tp))
             if sub:
                 out.append(f"{pad}- {sub[0].strip()}")
                 out += sub[1:]
@@ -224,6 +257,77 @@ def _lines(value: Any, depth: int) -> list[str]:
     return [f"{pad}{value}"]
 
 
-def _title(key: str) -> str:
-    out = "".join(" " + c if c.isupper() else c for c in key)
-    return out[:1].upper() + out[1:]
+def _concrete(tp: Any) -> Any:
+    """The type behind an optional (`X | None`)."""
+    if isinstance(tp, mi.UnionType):
+        return next((t for t in tp.types if not isinstance(t, mi.NoneType)), None)
+    return tp
+
+
+def _struct_fields(tp: Any) -> dict[str, Any] | None:
+    """A model's fields by wire name; None where the value is a map or free-form."""
+    tp = _concrete(tp)
+    if isinstance(tp, mi.StructType):
+        return {f.encode_name: f.type for f in tp.fields}
+    return None
+
+
+def _item_type(tp: Any) -> Any:
+    """The type of a list's items or a map's values (None: not known)."""
+    tp = _concrete(tp)
+    if isinstance(tp, mi.DictType):
+        return tp.value_type
+    if isinstance(tp, (mi.ListType, mi.VarTupleType, mi.SetType, mi.FrozenSetType)):
+        return tp.item_type
+    return None
+
+
+def smart_label(key: str) -> str:
+    """kubectl describe's label for a field name (its `smartLabelFor`): camel case split
+    into title-cased words, API/URL/UID/GUID in capitals; a name with characters other
+    than letters and `-` as it is."""
+    if not key or any(not (c.isalpha() or c == "-") for c in key):
+        return key
+    words = _merged(_camel_split(key))
+    return " ".join(
+        w.upper() if w.upper() in ACRONYMS else w.title() if w.islower() else w
+        for w in words
+        if w != "_"
+    )
+
+
+ACRONYMS = frozenset({"API", "URL", "UID", "GUID"})
+
+
+def _camel_split(text: str) -> list[str]:
+    """fatih/camelcase's Split: runs of one character class, the last capital of a run
+    of capitals moved to a following lower-case run (`PDFLoader` -> `PDF`, `Loader`)."""
+    runs: list[str] = []
+    last = None
+    for c in text:
+        kind = 1 if c.islower() else 2 if c.isupper() else 3 if c.isdigit() else 4
+        if kind == last:
+            runs[-1] += c
+        else:
+            runs.append(c)
+        last = kind
+    for i in range(len(runs) - 1):
+        if runs[i] and runs[i][0].isupper() and runs[i + 1][0].islower():
+            runs[i], runs[i + 1] = runs[i][:-1], runs[i][-1] + runs[i + 1]
+    return [r for r in runs if r]
+
+
+def _merged(parts: list[str]) -> list[str]:
+    """A run of two or more capitals joins the capitalised word after it (kubectl's rule)."""
+    out: list[str] = []
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        nxt = parts[i + 1] if i + 1 < len(parts) else ""
+        if len(part) >= 2 and part.isupper() and nxt[:1].isupper():
+            out.append(part + nxt)
+            i += 2
+            continue
+        out.append(part)
+        i += 1
+    return out

@@ -23,15 +23,37 @@ def lint_problems(
     """Every problem of a load: reading and decoding, conversions, validation, then CEL
     (compiled in upstream's environment under `strict`, else in kubedra's lenient one).
     `published`: a cluster's slices, which say which driver publishes a bare name too."""
-    problems = list(result.problems)
+    return _flat(result, _object_problems(result, strict, published))
+
+
+ObjectProblems = tuple[list[Problem], list[Problem]]  # (found loading it, found checking it)
+
+
+def _object_problems(
+    result: LoadResult, strict: bool, published: Sequence[ResourceSlice]
+) -> list[ObjectProblems]:
+    """Each loaded object's problems, in the order of `result.objects`."""
     slices = [o.obj for o in result.objects if isinstance(o.obj, ResourceSlice)]
     known = published_names([*slices, *published])
     found: list[tuple[Problem, Source]] = []
-    for loaded in result.objects:
-        problems.extend(loaded.warnings)
+    owners: list[int] = []
+    for index, loaded in enumerate(result.objects):
         checks = validate(loaded.obj) + cel_problems(loaded.obj, strict=strict, known=known)
         found += [(p, loaded.source) for p in checks]
-    return problems + result.locate_all(found)
+        owners += [index] * len(checks)
+    per: list[ObjectProblems] = [(list(o.warnings), []) for o in result.objects]
+    for index, problem in zip(owners, result.locate_all(found), strict=True):
+        per[index][1].append(problem)
+    return per
+
+
+def _flat(result: LoadResult, per: list[ObjectProblems]) -> list[Problem]:
+    """lint's order: reading, then every object's loading, then every object's checks."""
+    return [
+        *result.problems,
+        *(p for loading, _ in per for p in loading),
+        *(p for _, checks in per for p in checks),
+    ]
 
 
 def checked_load(
@@ -39,12 +61,29 @@ def checked_load(
 ) -> tuple[LoadResult, list[Problem]]:
     """Load manifests and check them as `apply` does: (what was loaded, its warnings);
     ValidationError with every error when there is any."""
+    result, per = _checked(paths, strict, progress)
+    return result, _flat(result, per)
+
+
+def checked_load_by_object(
+    paths: Sequence[str], strict: bool, progress: ReadProgress | None = None
+) -> tuple[LoadResult, list[Problem], list[list[Problem]]]:
+    """`checked_load` with the warnings apart: (what was loaded, the warnings about no one
+    object, each object's warnings in the order of `result.objects`), so that `apply`
+    and `diff` can say an object's warnings only where they change it."""
+    result, per = _checked(paths, strict, progress)
+    return result, list(result.problems), [loading + checks for loading, checks in per]
+
+
+def _checked(
+    paths: Sequence[str], strict: bool, progress: ReadProgress | None
+) -> tuple[LoadResult, list[ObjectProblems]]:
     result = load_paths(paths, progress=progress)
-    problems = lint_problems(result, strict)
-    errors = errors_only(problems)
+    per = _object_problems(result, strict, ())
+    errors = errors_only(_flat(result, per))
     if errors:
         raise ValidationError(errors)
-    return result, problems
+    return result, per
 
 
 def run_lint(

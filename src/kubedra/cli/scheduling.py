@@ -9,21 +9,24 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
+from click.shell_completion import CompletionItem
 
 from kubedra.allocator import AllocatedState, Blocker, Inventory, NodeInfo, allocate, diagnose
 from kubedra.allocator.blockers import holders_of
 from kubedra.api.codec import plain
 from kubedra.api.core import Node, Pod
 from kubedra.api.meta import KubeObject
-from kubedra.api.resource import DeviceClass, ResourceClaim, ResourceSlice
+from kubedra.api.resource import Device, DeviceClass, ResourceClaim, ResourceSlice
 from kubedra.cli.bound import explain_bound
 from kubedra.cli.columns import device_memory, device_product
-from kubedra.cli.complete import node_names, object_names
+from kubedra.cli.complete import kinds, node_names, object_names
 from kubedra.cli.context import Settings, fails_cleanly
 from kubedra.cli.lint import checked_load
 from kubedra.cli.output import table
+from kubedra.cli.resources import resolve
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.cluster.store import DEFAULT_NAMESPACE, Store
+from kubedra.errors import KubedraError
 from kubedra.scheduler.explain import (
     NodeGroup,
     explain_claims,
@@ -71,19 +74,40 @@ def schedule(settings: Settings, policy: str, mode: str) -> None:
         time.sleep(0.5)
 
 
+def explain_kinds(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
+    """`pod`, `claim` and every kind's names (a kind alone, or KIND.FIELD, documents it)."""
+    claim = [CompletionItem("claim")] if "claim".startswith(incomplete.lower()) else []
+    return claim + kinds(ctx, param, incomplete)
+
+
 @click.command()
-@click.argument("kind", type=click.Choice(["pod", "po", "claim", "rc"]))
-@click.argument("name", shell_complete=object_names)
+@click.argument("kind", shell_complete=explain_kinds)
+@click.argument("name", required=False, shell_complete=object_names)
 @click.option("-n", "--namespace", default="default", show_default=True)
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
+@click.option(
+    "--recursive", is_flag=True, help="Field documentation: the whole tree of field names."
+)
 @click.pass_obj
 @fails_cleanly
-def explain(settings: Settings, kind: str, name: str, namespace: str, output: str) -> None:
-    """Why a pod or claim fits where it does, or nowhere: per node group the funnels and
-    the blockers, and what would make it fit (for a bound pod: its devices, the selectors
-    they passed, and the funnel before the bind)."""
+def explain(
+    settings: Settings, kind: str, name: str | None, namespace: str, output: str, recursive: bool
+) -> None:
+    """Why a pod or claim fits where it does, or nowhere (`explain pod|claim NAME`): per
+    node group the funnels and the blockers, and what would make it fit (for a bound pod:
+    its devices, the selectors they passed, and the funnel before the bind). Without a
+    NAME, as kubectl explain, the documentation of a kind or field: `explain rc`,
+    `explain resourceclaim.spec.devices`, `explain pod.spec.resourceClaims`."""
+    if name is None:
+        if output != "text":
+            raise click.UsageError("-o json is for `explain pod|claim NAME`")
+        sys.stdout.write(_field_docs(kind, recursive))
+        return
+    cls = _explained_kind(kind)
     store = settings.open_store()
-    if kind in ("pod", "po"):
+    if cls is Pod:
         pod = store.get(Pod, name, namespace)
         if pod.spec.node_name:
             _explain_bound(store, pod, settings.strict, output)
@@ -103,6 +127,33 @@ def explain(settings: Settings, kind: str, name: str, namespace: str, output: st
         return
     click.echo(f"{head[0]}: {head[1]}")
     sys.stdout.write(format_groups(groups))
+
+
+def _explained_kind(kind: str) -> type[KubeObject]:
+    """The kind `explain KIND NAME` explains placement for: a pod or a claim."""
+    try:
+        cls = ResourceClaim if kind.lower() == "claim" else resolve(kind)
+    except KeyError:
+        cls = None
+    if cls not in (Pod, ResourceClaim):
+        raise click.UsageError(
+            f"explain KIND NAME says why a pod or claim is placed or pending (pod, po, claim, "
+            f"rc), not a {kind}; `explain {kind}` without a name documents its fields"
+        )
+    assert cls is not None
+    return cls
+
+
+def _field_docs(path: str, recursive: bool) -> str:
+    """`explain KIND[.FIELD...]`: kubectl explain's answer, from the models' docstrings."""
+    from kubedra.cli.fields import explain_fields
+
+    head, *fields = path.split(".")
+    cls = ResourceClaim if head.lower() == "claim" else resolve(head)
+    try:
+        return explain_fields(cls, fields, recursive)
+    except KeyError as err:
+        raise KubedraError(str(err.args[0])) from None
 
 
 def _names(store: Store, pod: Pod) -> tuple[str, ...]:
@@ -163,11 +214,18 @@ def format_groups(groups: list[NodeGroup], max_names: int = 3) -> str:
     is_flag=True,
     help="Only devices still allocatable (admin access does not consume a device).",
 )
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "wide", "json"]),
+    default="table",
+    help="wide: also each device's pool, slice and capacities.",
+)
 @click.pass_obj
 @fails_cleanly
 def devices(settings: Settings, node: str | None, free: bool, output: str) -> None:
-    """The device inventory of the cluster, and which claim holds each device."""
+    """The device inventory of the cluster, and which claim holds each device. A --node
+    that does not exist is an error (as `kubectl get node NAME`)."""
     store = settings.open_store()
     holders = _holders(store.list(ResourceClaim, None))
     rows = []
@@ -178,23 +236,40 @@ def devices(settings: Settings, node: str | None, free: bool, output: str) -> No
             consumed = [claim for claim, admin in held if not admin]
             if free and consumed:
                 continue
-            rows.append(
-                {
-                    "node": rs.spec.node_name or "<none>",
-                    "driver": rs.spec.driver,
-                    "device": d.name,
-                    "product": device_product(d),
-                    "memory": device_memory(d) or None,
-                    "heldBy": consumed or None,
-                    "adminAccessBy": [claim for claim, admin in held if admin],
-                }
-            )
+            rows.append(_device_row(rs, d, consumed, [c for c, admin in held if admin]))
+    if node and not rows:
+        store.get(Node, node, "")  # NotFound: `error: Node "x" not found`, exit 1
     rows.sort(key=lambda r: (str(r["node"]), str(r["driver"]), str(r["device"])))
     if output == "json":
         click.echo(json.dumps(rows, indent=2))
         return
     header = ["NODE", "DRIVER", "DEVICE", "PRODUCT", "MEMORY", "HELD BY"]
-    sys.stdout.write(table(header, [_device_cells(r) for r in rows]))
+    wide = ["POOL", "SLICE", "CAPACITY"] if output == "wide" else []
+    cells = [_device_cells(r) + (_wide_cells(r) if wide else []) for r in rows]
+    sys.stdout.write(table(header + wide, cells))
+
+
+def _device_row(
+    rs: ResourceSlice, device: Device, consumed: list[str], admin: list[str]
+) -> dict[str, Any]:
+    return {
+        "node": rs.spec.node_name or "<none>",
+        "driver": rs.spec.driver,
+        "device": device.name,
+        "product": device_product(device),
+        "memory": device_memory(device) or None,
+        "heldBy": consumed or None,
+        "adminAccessBy": admin,
+        "pool": rs.spec.pool.name,
+        "slice": rs.name,
+        "capacity": {name: str(c.value) for name, c in sorted(device.capacity.items())},
+    }
+
+
+def _wide_cells(row: dict[str, Any]) -> list[str]:
+    """`-o wide`'s POOL, SLICE and CAPACITY (`name=value,...`, domain left out)."""
+    capacity = ",".join(f"{k.rpartition('/')[2]}={v}" for k, v in row["capacity"].items())
+    return [row["pool"], row["slice"], capacity or "<none>"]
 
 
 def _holders(claims: Sequence[ResourceClaim]) -> dict[tuple[str, str, str], list[tuple[str, bool]]]:

@@ -28,6 +28,7 @@ from kubedra.api.resource import (
     ResourceClaimStatus,
 )
 from kubedra.cluster.rest import ClusterError
+from kubedra.cluster.sqlite import now_rfc3339
 from kubedra.cluster.store import Store, T
 from kubedra.errors import Conflict, NotFound
 
@@ -76,8 +77,9 @@ def reserve_claim(
                     claim.metadata, finalizers=(*claim.metadata.finalizers, FINALIZER)
                 )
                 claim = store.update(msgspec.structs.replace(claim, metadata=meta))
+            held = allocation if allocate else status.allocation or allocation
             status = msgspec.structs.replace(
-                status, allocation=allocation, reserved_for=(*status.reserved_for, consumer)
+                status, allocation=stamped(held), reserved_for=(*status.reserved_for, consumer)
             )
             return store.update_status(msgspec.structs.replace(claim, status=status))
         except Conflict:
@@ -133,10 +135,29 @@ def _check_still_ours(
         raise Refused(f"claim {name} got deleted in the meantime")
     if allocate and status.allocation is not None:
         raise Refused(f"claim {name} got allocated elsewhere in the meantime")
-    if not allocate and status.allocation != allocation:
+    if not allocate and not same_allocation(status.allocation, allocation):
         raise Refused(f"claim {name} got deallocated or reallocated in the meantime")
     if len(status.reserved_for) >= MAX_RESERVED_FOR:
         raise Refused(f"claim {name} is in use by {MAX_RESERVED_FOR} pods")
+
+
+def stamped(allocation: AllocationResult) -> AllocationResult:
+    """The allocation with its `allocationTimestamp`, set when the claim is reserved and it
+    has none, as kube-scheduler's DynamicResources plugin does (1.37, with the default
+    DRADeviceBindingConditions and DRAResourceClaimDeviceStatus gates): the time the
+    devices were allocated, which binding-condition timeouts and `describe` count from."""
+    if allocation.allocation_timestamp:
+        return allocation
+    return msgspec.structs.replace(allocation, allocation_timestamp=now_rfc3339())
+
+
+def same_allocation(a: AllocationResult | None, b: AllocationResult | None) -> bool:
+    """Equal but for the timestamp (a plan's allocation never has the one written)."""
+    if a is None or b is None:
+        return a is b
+    return msgspec.structs.replace(a, allocation_timestamp=None) == msgspec.structs.replace(
+        b, allocation_timestamp=None
+    )
 
 
 def _read_back(read: Callable[[], R], deadline: float) -> R:
