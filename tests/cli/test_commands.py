@@ -93,8 +93,9 @@ def test_devices_shows_who_holds_what(cluster: tuple[str, Path]) -> None:
     store, _ = cluster
     kubedra("--store", store, "schedule")
     rows = [line.split() for line in kubedra("--store", store, "devices").stdout.splitlines()]
-    assert rows[0] == ["NODE", "DRIVER", "DEVICE", "PRODUCT", "MEMORY", "HELD", "BY"]
+    assert rows[0] == ["NODE", "DRIVER", "DEVICE", "PRODUCT", "MEMORY", "HEALTH", "HELD", "BY"]
     held = {r[0]: r[-1] for r in rows[1:]}
+    assert [r[-2] for r in rows[1:]] == ["Healthy", "Healthy"]
     assert held == {"big": "default/vllm-gpu-claim", "small": "<free>"}
     assert all(" ".join(r[3:7]) == "NVIDIA H100 80GB HBM3" for r in rows[1:])  # productName
     free = json.loads(kubedra("--store", store, "devices", "--free", "-o", "json").stdout)
@@ -102,6 +103,25 @@ def test_devices_shows_who_holds_what(cluster: tuple[str, Path]) -> None:
         ("small", "NVIDIA H100 80GB HBM3", None, [])]
     everything = json.loads(kubedra("--store", store, "devices", "-o", "json").stdout)
     assert [d["heldBy"] for d in everything] == [["default/vllm-gpu-claim"], None]
+
+
+def test_devices_shows_health_from_slice_taints_and_taint_rules(cluster: tuple[str, Path]) -> None:
+    store, tmp = cluster
+    docs = node_docs("sick", "80Gi")
+    docs[1]["spec"]["devices"][0]["taints"] = [
+        {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoExecute"}]
+    rule = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+            "metadata": {"name": "drain-small"},
+            "spec": {"deviceSelector": {"pool": "small"},
+                     "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}}
+    (tmp / "sick.yaml").write_text(yaml.safe_dump_all([*docs, rule]))
+    applied = kubedra("--store", store, "apply", "-f", str(tmp / "sick.yaml"))
+    assert applied.returncode == 0, applied.stderr
+    rows = [line.split() for line in kubedra("--store", store, "devices").stdout.splitlines()[1:]]
+    assert {r[0]: r[-2] for r in rows} == {
+        "big": "Healthy", "sick": "xid=79:NoExecute", "small": "maintenance:NoSchedule"}
+    sick = json.loads(kubedra("--store", store, "devices", "--node", "sick", "-o", "json").stdout)
+    assert sick[0]["taints"] == [{"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoExecute"}]
 
 
 def test_delete_pod_removes_it(cluster: tuple[str, Path]) -> None:

@@ -286,7 +286,7 @@ def test_delete_of_a_claim_in_use_times_out_as_kubectl(placed: str) -> None:
 
 def test_devices_wide_and_an_unknown_node(placed: str) -> None:
     table = rows(ok(placed, "devices", "-o", "wide").stdout)
-    assert table[0] == ["NODE", "DRIVER", "DEVICE", "PRODUCT", "MEMORY", "HELD BY", "POOL", "SLICE", "CAPACITY"]
+    assert table[0] == ["NODE", "DRIVER", "DEVICE", "PRODUCT", "MEMORY", "HEALTH", "HELD BY", "POOL", "SLICE", "CAPACITY"]
     assert table[1][-3:] == ["big", "big-gpu", "memory=80Gi"]
     missing = kubedra("--store", placed, "devices", "--node", "nosuch")
     assert (missing.returncode, missing.stdout) == (1, "")

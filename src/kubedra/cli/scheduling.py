@@ -13,10 +13,18 @@ from click.shell_completion import CompletionItem
 
 from kubedra.allocator import AllocatedState, Blocker, Inventory, NodeInfo, allocate, diagnose
 from kubedra.allocator.blockers import holders_of
+from kubedra.allocator.inventory import rule_matches
+from kubedra.allocator.types import DeviceRef
 from kubedra.api.codec import plain
 from kubedra.api.core import Node, Pod
 from kubedra.api.meta import KubeObject
-from kubedra.api.resource import Device, DeviceClass, ResourceClaim, ResourceSlice
+from kubedra.api.resource import (
+    Device,
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceSlice,
+)
 from kubedra.cli.bound import explain_bound
 from kubedra.cli.columns import device_memory, device_product
 from kubedra.cli.complete import kinds, node_names, object_names
@@ -228,6 +236,7 @@ def devices(settings: Settings, node: str | None, free: bool, output: str) -> No
     that does not exist is an error (as `kubectl get node NAME`)."""
     store = settings.open_store()
     holders = _holders(store.list(ResourceClaim, None))
+    rules = store.list(DeviceTaintRule, None)
     rows = []
     selector = f"spec.nodeName={node}" if node else None
     for rs in store.list(ResourceSlice, field_selector=selector):
@@ -236,14 +245,15 @@ def devices(settings: Settings, node: str | None, free: bool, output: str) -> No
             consumed = [claim for claim, admin in held if not admin]
             if free and consumed:
                 continue
-            rows.append(_device_row(rs, d, consumed, [c for c, admin in held if admin]))
+            row = _device_row(rs, d, consumed, [c for c, admin in held if admin])
+            rows.append(row | {"taints": _taints(rs, d, rules)})
     if node and not rows:
         store.get(Node, node, "")  # NotFound: `error: Node "x" not found`, exit 1
     rows.sort(key=lambda r: (str(r["node"]), str(r["driver"]), str(r["device"])))
     if output == "json":
         click.echo(json.dumps(rows, indent=2))
         return
-    header = ["NODE", "DRIVER", "DEVICE", "PRODUCT", "MEMORY", "HELD BY"]
+    header = ["NODE", "DRIVER", "DEVICE", "PRODUCT", "MEMORY", "HEALTH", "HELD BY"]
     wide = ["POOL", "SLICE", "CAPACITY"] if output == "wide" else []
     cells = [_device_cells(r) + (_wide_cells(r) if wide else []) for r in rows]
     sys.stdout.write(table(header + wide, cells))
@@ -264,6 +274,26 @@ def _device_row(
         "slice": rs.name,
         "capacity": {name: str(c.value) for name, c in sorted(device.capacity.items())},
     }
+
+
+def _taints(
+    rs: ResourceSlice, device: Device, rules: Sequence[DeviceTaintRule]
+) -> list[dict[str, str]]:
+    """The device's taints: those its driver publishes (a health fault) and those of the
+    DeviceTaintRules that select it (KEP-5055: both keep new claims off the device, a
+    NoExecute one also evicts its pods)."""
+    ref = DeviceRef(rs.spec.driver, rs.spec.pool.name, device.name)
+    taints = [*device.taints, *(r.spec.taint for r in rules if rule_matches(r, ref))]
+    return [{"key": t.key, "value": t.value or "", "effect": t.effect or ""} for t in taints]
+
+
+def _health(taints: list[dict[str, str]]) -> str:
+    """HEALTH: `Healthy`, or the taints as kubectl prints a node's, the key's domain left
+    out (`xid=79:NoExecute`)."""
+    return ",".join(
+        f"{t['key'].rpartition('/')[2]}{'=' + t['value'] if t['value'] else ''}:{t['effect']}"
+        for t in taints
+    ) or "Healthy"
 
 
 def _wide_cells(row: dict[str, Any]) -> list[str]:
@@ -289,6 +319,7 @@ def _device_cells(row: dict[str, Any]) -> list[str]:
     held = [*(row["heldBy"] or ()), *(f"{c} (admin access)" for c in row["adminAccessBy"])]
     return [str(row[k]) for k in ("node", "driver", "device", "product")] + [
         row["memory"] or "",
+        _health(row["taints"]),
         ",".join(held) or "<free>",
     ]
 
