@@ -20,7 +20,6 @@ import msgspec
 from kubedra.api.codec import json_text, to_dict, yaml_text
 from kubedra.api.core import Pod
 from kubedra.api.kinds import resolve_kind
-from kubedra.api.loader import load
 from kubedra.api.meta import KubeObject
 from kubedra.api.resource import ResourceClaim
 from kubedra.cli.columns import COLUMNS
@@ -541,6 +540,8 @@ def _from_names(kind: str, names: Sequence[str], namespace: str) -> list[Key]:
 
 def _from_files(paths: Iterable[str], namespace: str) -> list[Key]:
     """The objects the manifests name, in file order (namespace: the manifest's, else -n)."""
+    from kubedra.api.loader import load  # YAML parsing: only `delete -f` and the like pay for it
+
     keys = [
         (type(loaded.obj), loaded.obj.name, loaded.obj.namespace or namespace)
         for loaded in load(list(paths))
