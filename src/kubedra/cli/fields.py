@@ -1,10 +1,13 @@
 """`kubedra explain KIND[.FIELD...]`: field documentation, as `kubectl explain` prints it.
 
-The text is the models' own: a model's docstring describes its type and the docstring
-under each field (an attribute docstring, upstream's Go doc comment) describes the field.
-The layout is kubectl's plaintext template: GROUP/KIND/VERSION, FIELD with its type,
-DESCRIPTION (the field's text, then its type's), and FIELDS, each with its type and text,
-paragraphs joined and wrapped at 80 columns as the OpenAPI generator and kubectl do.
+The text is kubedra's own, written for its models (not copied from Kubernetes' Go doc
+comments or OpenAPI descriptions): a model's docstring describes its type and the string
+literal right under each field (an attribute docstring) describes the field; a field
+without one shows `<no description>` (tests/cli/test_explain_fields.py requires one for
+every field). The layout is kubectl's plaintext template: GROUP/KIND/VERSION, FIELD with
+its type, DESCRIPTION (the field's text, then its type's), and FIELDS, each with its type
+and text, paragraphs joined and wrapped at 80 columns as the OpenAPI generator and kubectl
+do.
 """
 
 from __future__ import annotations
