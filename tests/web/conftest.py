@@ -53,11 +53,18 @@ def server(store: SqliteStore, tmp_path: Path) -> Iterator[Server]:
 class UiProcess:
     """`kubedra ui` as a real subprocess on a free loopback port."""
 
-    def __init__(self, *args: str, sigint_ignored: bool = False, cwd: Path | None = None) -> None:
-        """`sigint_ignored`: start it as a shell starts a background job, SIGINT ignored;
-        `cwd`: the folder it runs in (a relative --store is shown as given)."""
+    def __init__(
+        self,
+        *args: str,
+        sigint_ignored: bool = False,
+        cwd: Path | None = None,
+        options: tuple[str, ...] = (),
+    ) -> None:
+        """`args`: kubedra's own (--store); `options`: the ui command's; `sigint_ignored`:
+        start it as a shell starts a background job, SIGINT ignored; `cwd`: the folder it
+        runs in (a relative --store is shown as given)."""
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kubedra", *args, "ui", "--port", "0"],
+            [sys.executable, "-m", "kubedra", *args, "ui", "--port", "0", *options],
             stderr=subprocess.PIPE,
             text=True,
             cwd=cwd,

@@ -6,21 +6,30 @@ one. The pages are rendered by the server, so the first paint is the page.
 
 The stores: `kubedra demo` with the extended-resource and MIG examples applied and
 scheduled (every page but the heat map), and 300 H100 nodes whose GPUs are held 0 to 8
-per node (the heat map, the fleet's default above 200 nodes). The browser tests use the
+per node (the heat map, the fleet's default above 200 nodes). For docs/images the demo has
+one GPU with a critical Xid (its driver's health taint), and each GPU and TPU node a driver
+metrics endpoint serving the simulated backend's figures (`--device-metrics`). The browser tests use the
 same stores and the same Chromium calls (`tests/web/test_pages.py`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
+from prometheus_client import CollectorRegistry, start_http_server
 
 from kubedra.api.codec import decode_object
-from kubedra.api.resource import ResourceClaim, ResourceSlice
+from kubedra.api.resource import Device, DeviceTaint, ResourceClaim, ResourceSlice
 from kubedra.cli.cluster import create_nodes
 from kubedra.cluster import SqliteStore
 from kubedra.cluster.store import atomic
@@ -75,6 +84,64 @@ def heatmap_store(store: Path, nodes: int = HEATMAP_NODES) -> Path:
     return store
 
 
+def break_gpu(store: Path, pool: str = "h100x8-1", device: str = "gpu-3") -> None:
+    """The taint the driver's health monitor puts on a GPU with a critical Xid."""
+    db = SqliteStore(store)
+    for rs in db.list(ResourceSlice, field_selector="spec.driver=gpu.nvidia.com"):
+        if rs.spec.pool.name != pool or all(d.name != device for d in rs.spec.devices):
+            continue
+        xid = DeviceTaint(key="gpu.nvidia.com/xid", value="74", effect="NoExecute")
+        devices = tuple(
+            msgspec.structs.replace(d, taints=(*d.taints, xid)) if d.name == device else d
+            for d in rs.spec.devices
+        )
+        db.update(msgspec.structs.replace(rs, spec=msgspec.structs.replace(rs.spec, devices=devices)))
+    db.close()
+
+
+class _NoClaims:
+    prepared: dict[str, Any] = {}  # noqa: RUF012 (read only)
+    consumers: dict[str, tuple[str, ...]] = {}  # noqa: RUF012
+
+
+@contextlib.contextmanager
+def driver_metrics(store: Path) -> Iterator[list[str]]:
+    """A /metrics endpoint per GPU and TPU node of the store, as `kubedra driver run
+    --backend simulated --metrics-port` serves it: the driver's own collector over the
+    simulated backend's figures, a device busy while a claim holds it. Yields the URLs."""
+    from kubedra.driver.backends.simulated import simulated_samples
+    from kubedra.driver.devicemetrics import DeviceMetrics, DeviceSample
+
+    db = SqliteStore(store)
+    pools: dict[tuple[str, str, str], list[Device]] = {}  # (driver, pool, node) -> devices
+    for rs in db.list(ResourceSlice):
+        if rs.spec.driver in ("gpu.nvidia.com", "tpu.google.com") and rs.spec.node_name:
+            key = (rs.spec.driver, rs.spec.pool.name, rs.spec.node_name)
+            pools.setdefault(key, []).extend(rs.spec.devices)
+    held = {(r.driver, r.pool, r.device) for c in db.list(ResourceClaim)
+            for r in (c.status.allocation.devices.results if c.status and c.status.allocation else ())}  # fmt: skip
+    db.close()
+    servers = []
+    try:
+        for (driver, pool, node), devices in sorted(pools.items()):
+            busy = {d.name for d in devices if (driver, pool, d.name) in held}
+
+            def sample(
+                in_use: Collection[str], devices: Sequence[Device] = devices, busy: set[str] = busy
+            ) -> Sequence[DeviceSample]:
+                return simulated_samples(devices, busy, {})
+
+            registry = CollectorRegistry()
+            DeviceMetrics(driver, node, sample, _NoClaims(), pool=pool).register(registry).sample()
+            server, _ = start_http_server(0, "127.0.0.1", registry)
+            servers.append(server)
+        yield [f"http://127.0.0.1:{s.server_port}/metrics" for s in servers]
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+
 def hold(db: SqliteStore, name: str, pool: str, device: str) -> None:
     result = {"request": "r", "driver": "gpu.nvidia.com", "pool": pool, "device": device}
     claim = decode_object({
@@ -107,18 +174,35 @@ def screenshot(
     return out
 
 
+def wait_for_figures(ui: UiProcess, timeout: float = 30) -> None:
+    """Until the first scrape of every endpoint is in."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(ui.url + "api/fleet", timeout=10) as answer:
+            endpoints = json.load(answer)["deviceMetrics"]["endpoints"]
+        if all(e["ok"] for e in endpoints):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"device metrics not scraped: {endpoints}")
+
+
 def take(folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     shots = []
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)  # the stores named relative to it: the footer shows `demo.db`
         demo_store(home / "demo.db")
-        ui = UiProcess("--store", "demo.db", cwd=home)  # figures: the checkout's docs/figures
-        try:
-            for name, page in DEMO_PAGES.items():
-                shots.append(screenshot(ui.url + page.lstrip("/"), folder / name))
-        finally:
-            ui.stop()
+        break_gpu(home / "demo.db")
+        with driver_metrics(home / "demo.db") as urls:
+            options = tuple(o for url in urls for o in ("--device-metrics", url))
+            # figures: the checkout's docs/figures
+            ui = UiProcess("--store", "demo.db", cwd=home, options=options)
+            try:
+                wait_for_figures(ui)
+                for name, page in DEMO_PAGES.items():
+                    shots.append(screenshot(ui.url + page.lstrip("/"), folder / name))
+            finally:
+                ui.stop()
         heatmap_store(home / "fleet-300.db")
         ui = UiProcess("--store", "fleet-300.db", cwd=home)
         try:

@@ -22,8 +22,9 @@ def test_ui_serves_the_store_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     with urllib.request.urlopen(ui.url + "api/fleet", timeout=10) as answer:
         assert json.load(answer)["summary"] == {
             "nodes": 1, "devices": 4, "free": 4, "allocated": 0, "shared": 0, "blocked": 0,
-            "tainted": 0, "admitted": 0,
-            "accelerators": {"total": 4, "gpu": 4, "tpu": 0, "allocated": 0, "partial": 0, "free": 4, "tainted": 0},
+            "tainted": 0, "unhealthy": 0, "admitted": 0,
+            "accelerators": {"total": 4, "gpu": 4, "tpu": 0, "allocated": 0, "partial": 0, "free": 4, "tainted": 0,
+                             "unhealthy": 0},
             "partitionsInUse": 0, "partitionable": 0, "nics": {"total": 0, "inUse": 0}}
     with urllib.request.urlopen(ui.url, timeout=10) as page:  # the page itself, whole
         html = page.read().decode()

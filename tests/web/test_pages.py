@@ -28,7 +28,7 @@ NODES = ("a100-40x8-mig-0", "h100x8-0", "h100x8-1", "l4x4-0", "l4x4-1", "tpu-v5e
 # the demo, the legacy nvidia.com/gpu pod (a whole A100) and the MIG notebook scheduled:
 # 32 GPUs (8 of them MIG-capable, each counted once) and 8 TPUs
 COUNTS = {"nodes": "6", "accelerators": "40", "allocated": "2", "partial": "1", "free": "37",
-          "tainted": "0", "partitions": "1", "nics": "0"}  # fmt: skip
+          "tainted": "0", "unhealthy": "0", "partitions": "1", "nics": "0"}  # fmt: skip
 # page -> what its HTML must hold, without any script run
 EXPECTED = {
     "/": [*(f'data-node="{n}"' for n in NODES), "40</b> accelerators (32 GPUs, 8 TPUs)",
@@ -154,7 +154,7 @@ def fleet_data(nodes: int) -> dict[str, Any]:
             "partitions": {}, "devices": []}  # fmt: skip
     summary = {"nodes": nodes, "admitted": 0, "partitionsInUse": 0, "partitionable": 0,
                "accelerators": dict.fromkeys(("total", "gpu", "tpu", "allocated", "partial",
-                                              "free", "tainted"), 0),
+                                              "free", "tainted", "unhealthy"), 0),
                "nics": {"total": 0, "inUse": 0}}  # fmt: skip
     return {"summary": summary, "filter": None, "classes": [],
             "groups": [{"name": "g", "nodes": [{**node, "name": f"n{i}"} for i in range(nodes)]}]}  # fmt: skip

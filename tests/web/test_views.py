@@ -151,7 +151,7 @@ def test_fleet_counts_what_an_operator_counts(catalog: SqliteStore) -> None:
     s = fleet_view(f)["summary"]
     assert s["devices"] > 200  # the slices' entries: 8 A100s offer dozens of placements each
     assert s["accelerators"] == {"total": 24, "gpu": 24, "tpu": 0, "allocated": 5, "partial": 1,
-                                 "free": 18, "tainted": 0}
+                                 "free": 18, "tainted": 0, "unhealthy": 0}
     assert (s["partitionsInUse"], s["partitionable"]) == (1, 8)
     assert s["nics"] == {"total": 12, "inUse": 0}
     assert measure(f)["accelerators"] == s["accelerators"]["total"]

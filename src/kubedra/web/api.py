@@ -9,6 +9,11 @@ time: two browsers asking for the fleet of a 1,000-node cluster cost one computa
 view reads only the parameters `PARAMETERS` (pages: `PAGE_PARAMETERS`) gives it; the
 cache is keyed by those, normalised, and bounded (`cache`). `ROUTES` documents the API
 (it is also served at /api).
+
+With device metrics (`kubedra ui --device-metrics URL`), the views that show each device's
+utilization beside its allocation (`FIGURES`: the fleet, a claim) add the scraper's last
+round to the cluster's view; they are cached in a cache of their own, dropped at every
+round or change, so the other views' answers (explanations: the costly ones) are kept.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from kubedra.api.core import Pod
 from kubedra.errors import KubedraError, NotFound
 from kubedra.web import pages
 from kubedra.web.cache import ResponseCache
+from kubedra.web.devicemetrics import Scraper, claim_with_figures, fleet_with_figures
 from kubedra.web.facts import Facts
 from kubedra.web.fleet import fleet_view
 from kubedra.web.fragmentation import History, figures, measure
@@ -65,21 +71,35 @@ PAGE_PARAMETERS: dict[str, tuple[str, ...]] = {
     "fragmentation": (),
 }
 FLEET_MODES = ("heat", "devices")  # `mode=`: the heat map or every device (else: by size)
+# views and pages that show device metrics: (kind, number of path arguments)
+FIGURES = {("fleet", 0), ("claims", 2), ("page", "fleet"), ("page", "claim")}
+FIGURES_CACHE = (16 * 1024 * 1024, 64)  # bytes, entries: a few fleets between two rounds
 
 # path pattern -> what it returns (the documentation served at /api, and in the README)
 ROUTES = {
     "/api/status": "version of the cluster state, the backend, a watch error if any",
     "/api/fleet?class=NAME&pod=NS/NAME": (
         "nodes grouped by hardware, each device with its state (free, allocated, shared, "
-        "blocked), fill, taints and holders; with class= or pod=, whether each is admitted"
+        "blocked), fill, taints, health (faults from its driver's health taints) and "
+        "holders; with class= or pod=, whether each is admitted; with `kubedra ui "
+        "--device-metrics`, each device's utilization, memory and temperature (`metrics`) "
+        "and the endpoints scraped (`deviceMetrics`)"
     ),
     "/api/claims?namespace=NS&status=S": "claims (status pending|allocated|reserved|deleting)",
-    "/api/claims/NS/NAME": "a claim's requests, allocated devices with attributes, its pods",
+    "/api/claims/NS/NAME": (
+        "a claim's requests, allocated devices with attributes, health and metrics, its pods"
+    ),
     "/api/pods?namespace=NS&status=S": "pods (status pending|bound|running|succeeded|...)",
     "/api/pending?limit=N": "pending pods; the first N (25) with kubedra's explanation",
-    "/api/pending/NS/NAME": "one pending pod's `kubedra explain`: node groups, blockers, hints",
+    "/api/pending/NS/NAME": (
+        "one pending pod's `kubedra explain`: node groups, blockers, hints, and the unhealthy "
+        "devices its requests would take"
+    ),
     "/api/fragmentation": "FGD fragmentation and allocation ratio now, their history, figures",
-    "/api/events": "server-sent events: `change` with the new version, at most once a second",
+    "/api/events": (
+        "server-sent events: `change` with the new version, `metrics` after a round of "
+        "device metrics, at most one a second"
+    ),
 }
 
 
@@ -122,8 +142,10 @@ class App:
         backend: str = "",
         figures_dir: Path | None = None,
         history_interval: float = 2.0,
+        device_metrics: Scraper | None = None,
     ) -> None:
         self.mirror = mirror
+        self.device_metrics = device_metrics
         self.strict = strict
         self.backend = backend
         self.figures_dir = figures_dir
@@ -131,6 +153,11 @@ class App:
         self._facts: Facts | None = None
         self._last_fleet: tuple[tuple[int, str, str], dict[str, Any]] | None = None
         self.cache: ResponseCache[Response] = ResponseCache()
+        # the views with device metrics, at (cluster version, scrape round): see `_cache_for`
+        self.figures_cache: ResponseCache[Response] = ResponseCache(*FIGURES_CACHE)
+        self._figures_key: tuple[int, int] = (-1, -1)
+        self._figures_version = 0
+        self._last_figured: tuple[tuple[object, ...], dict[str, Any]] | None = None
         self._lock = threading.Lock()
         self._pages: dict[str, Callable[[list[str], Mapping[str, str]], Markup]] = {
             "fleet": self._fleet_page,
@@ -198,8 +225,8 @@ class App:
             return error(400, str(err))
         key = (name, *args, "?", *(f"{k}={v}" for k, v in params.items()))
         with self._lock:
-            version = self.mirror.version
-            cached = self.cache.get(version, key)
+            cache, version = self._cache_for((name, len(args)))
+            cached = cache.get(version, key)
             if cached is not None:
                 return cached
             try:
@@ -208,7 +235,7 @@ class App:
                 return error(404, str(err))
             except (KubedraError, ValueError) as err:
                 return error(400, str(err))
-            self.cache.put(version, key, response)
+            cache.put(version, key, response)
             return response
 
     def _page(self, name: str, args: list[str], query: Mapping[str, str]) -> Response:
@@ -219,9 +246,9 @@ class App:
             del params["mode"]  # an unknown mode: the default for the fleet's size
         key = ("page", name, *args, "?", *(f"{k}={v}" for k, v in params.items()))
         with self._lock:
-            version = self.mirror.version
+            cache, version = self._cache_for(("page", name))
             status = self._status([], {})
-            cached = self.cache.get(version, key)
+            cached = cache.get(version, key)
             if cached is None:
                 code = 200
                 try:
@@ -231,10 +258,21 @@ class App:
                 except (KubedraError, ValueError) as err:
                     code, main = 400, pages.not_found(str(err))
                 cached = Response(code, HTML, main.encode())
-                self.cache.put(version, key, cached)
+                cache.put(version, key, cached)
         main = Markup(cached.body.decode())  # rendered by `pages`: escaped there
         body = pages.layout(name, main, status, _title(name, args))
         return Response(cached.status, HTML, body)
+
+    def _cache_for(self, kind: tuple[str, object]) -> tuple[ResponseCache[Response], int]:
+        """Where an answer is cached, and at which version (lock held): the cluster's
+        version; for a view with device metrics, a number for the pair (cluster version,
+        scrape round), so each round or change drops those answers and only those."""
+        if self.device_metrics is None or kind not in FIGURES:
+            return self.cache, self.mirror.version
+        key = (self.mirror.version, self.device_metrics.generation)
+        if key != self._figures_key:
+            self._figures_key, self._figures_version = key, self._figures_version + 1
+        return self.figures_cache, self._figures_version
 
     # --- views with arguments -------------------------------------------------------------
 
@@ -255,7 +293,14 @@ class App:
         key = (facts.version, query.get("class", ""), query.get("pod", ""))
         if self._last_fleet is None or self._last_fleet[0] != key:
             self._last_fleet = (key, fleet_view(facts, key[1], key[2]))
-        return self._last_fleet[1]
+        view = self._last_fleet[1]
+        if self.device_metrics is None:
+            return {**view, "deviceMetrics": None}
+        scraped = self.device_metrics.snapshot()
+        figured = (*key, scraped.generation)
+        if self._last_figured is None or self._last_figured[0] != figured:
+            self._last_figured = (figured, fleet_with_figures(view, scraped, time.time()))
+        return self._last_figured[1]
 
     def _pods(self, args: list[str], query: Mapping[str, str]) -> dict[str, Any]:
         _no_args(args)
@@ -263,7 +308,10 @@ class App:
 
     def _claims(self, args: list[str], query: Mapping[str, str]) -> dict[str, Any]:
         if len(args) == 2:
-            return claim_view(self.facts(), args[0], args[1])
+            claim = claim_view(self.facts(), args[0], args[1])
+            if self.device_metrics is None:
+                return {**claim, "deviceMetrics": None}
+            return claim_with_figures(claim, self.device_metrics.snapshot(), time.time())
         _no_args(args)
         return claims_view(self.facts(), query.get("namespace", ""), query.get("status", ""))
 

@@ -5,6 +5,12 @@ upstream's allowMultipleAllocations with consumable capacity), `blocked` (free, 
 on counters that devices already allocated have used up: a MIG slice of a GPU whose memory
 slices are taken, the whole GPU once one slice is taken), or `free`. Taints with a NoSchedule
 or NoExecute effect, from the slice or from DeviceTaintRules, make it `tainted` besides.
+
+A device is unhealthy when it carries one of its driver's health taints (`kubedra driver
+run`'s health monitor, as NVIDIA's DRA driver: `<driver>/gpu-lost`, `/xid` with the code as
+value, `/ecc`, `/thermal`, `/power`), whatever their effect; each is a fault for people
+("Xid 74", "GPU lost"). Any other taint (an admin's DeviceTaintRule) leaves it healthy,
+tainted only.
 """
 
 from __future__ import annotations
@@ -16,13 +22,17 @@ from dataclasses import dataclass
 from kubedra.allocator import AllocatedState, DeviceRef, NodeInfo
 from kubedra.allocator.inventory import DeviceEntry, Pool
 from kubedra.allocator.search import taint_blocks
-from kubedra.api.resource import ResourceClaim
+from kubedra.api.resource import DeviceTaint, ResourceClaim
 from kubedra.scheduler.scheduler import Scheduler
 
 # Attribute names (bare, in the driver's own domain) that say what a device is.
 _TYPE = "type"  # NVIDIA's driver: gpu, mig, vfio ...
 _PRODUCTS = ("productName", "accelerator", "pciDevice", "model")
 _NIC_HINTS = ("rdma", "rdmaDevice", "ifName", "interfaceName")
+# A health taint's key after `<driver>/` -> the fault's name for people (its value follows):
+# kubedra.driver.health.KINDS's keys (a test keeps them equal).
+FAULT_NAMES = {"gpu-lost": "GPU lost", "xid": "Xid", "ecc": "ECC", "thermal": "thermal",
+               "power": "power"}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +48,11 @@ class DeviceFacts:
     holders: tuple[str, ...]  # claims as namespace/name
     parent: str | None  # driver/pool/counter set it draws on (a partitionable GPU), if any
     entry: DeviceEntry  # what CEL selectors are evaluated on
+    faults: tuple[str, ...] = ()  # what its health taints say ("Xid 74"); none: healthy
+
+    @property
+    def healthy(self) -> bool:
+        return not self.faults
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,9 +126,22 @@ def _pool_devices(
                 holders=tuple(holders.get(entry.ref, ())),
                 parent=f"{pool.id}/{entry.consumes[0][0]}" if entry.consumes else None,
                 entry=entry,
+                faults=device_faults(entry.ref.driver, entry.taints),
             )
         )
     return out
+
+
+def device_faults(driver: str, taints: Iterable[DeviceTaint]) -> tuple[str, ...]:
+    """The faults a device's health taints say, for people, in taint order: "GPU lost",
+    "Xid 74", "ECC dbe", "thermal slowdown", "power brake" (the key's name, then its value)."""
+    out = []
+    for taint in taints:
+        domain, _, suffix = taint.key.rpartition("/")
+        name = FAULT_NAMES.get(suffix) if domain == driver else None
+        if name is not None:
+            out.append(f"{name} {taint.value}" if taint.value else name)
+    return tuple(out)
 
 
 def _counters_left(pool: Pool, allocated: AllocatedState) -> dict[str, dict[str, int]]:

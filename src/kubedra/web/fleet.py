@@ -52,6 +52,7 @@ class Accelerator:
     tainted: bool
     partitionable: bool  # its devices draw on counters: MIG placements, the whole GPU
     partitions: int  # its partitions (MIG devices) allocated
+    unhealthy: bool = False  # a health taint on it (any of its devices: MIG shares its GPU's)
 
     @property
     def state(self) -> str:
@@ -67,7 +68,11 @@ def accelerators(node: NodeFacts) -> list[Accelerator]:
     in name order. The fleet's counts, the heat map and the fragmentation measure all count
     these, so the header and the fragmentation page agree."""
     units = [d for d in node.devices if d.kind in ACCELERATORS]
-    out = [Accelerator(d.kind, d.fill, d.tainted, False, 0) for d in units if d.parent is None]
+    out = [
+        Accelerator(d.kind, d.fill, d.tainted, False, 0, not d.healthy)
+        for d in units
+        if d.parent is None
+    ]
     parts: dict[str, list[DeviceFacts]] = {}
     for d in units:
         if d.parent is not None:
@@ -81,6 +86,7 @@ def accelerators(node: NodeFacts) -> list[Accelerator]:
                 any(d.tainted for d in devices),
                 True,
                 sum(d.kind == "mig" and d.state == "allocated" for d in devices),
+                any(not d.healthy for d in devices),
             )
         )
     return out
@@ -93,7 +99,7 @@ def fleet_view(facts: Facts, class_name: str = "", pod: str = "") -> dict[str, A
     admission = _admission(facts, class_name, pod)
     admit = _admitter(facts, admission) if admission is not None else None
     groups: dict[str, list[dict[str, Any]]] = {}
-    counts = dict.fromkeys((*STATES, "tainted", "admitted", "devices"), 0)
+    counts = dict.fromkeys((*STATES, "tainted", "unhealthy", "admitted", "devices"), 0)
     units: Counter[str] = Counter()
     nics: Counter[str] = Counter()
     for node in facts.nodes:
@@ -102,6 +108,7 @@ def fleet_view(facts: Facts, class_name: str = "", pod: str = "") -> dict[str, A
             counts["devices"] += 1
             counts[d["state"]] += 1
             counts["tainted"] += d["tainted"]
+            counts["unhealthy"] += not d["healthy"]
             counts["admitted"] += bool(d["admitted"])
             if d["kind"] == "nic":
                 nics["total"] += 1
@@ -112,6 +119,7 @@ def fleet_view(facts: Facts, class_name: str = "", pod: str = "") -> dict[str, A
             units[unit.kind] += 1
             units[unit.state] += 1
             units["tainted"] += unit.tainted
+            units["unhealthy"] += unit.unhealthy
             units["partitions"] += unit.partitions
             units["partitionable"] += unit.partitionable
         groups.setdefault(group_name(node), []).append(
@@ -120,6 +128,7 @@ def fleet_view(facts: Facts, class_name: str = "", pod: str = "") -> dict[str, A
                 "fill": round(node_fill(node), 3),
                 "accelerators": len(mine),
                 "inUse": sum(u.fill > 0 for u in mine),
+                "unhealthy": sum(u.unhealthy for u in mine),
                 "problems": list(node.problems),
                 "partitions": {k: round(v, 3) for k, v in node.partitions.items()},
                 "devices": devices,
@@ -129,7 +138,8 @@ def fleet_view(facts: Facts, class_name: str = "", pod: str = "") -> dict[str, A
         "nodes": len(facts.nodes),
         **counts,
         "accelerators": {
-            k: units[k] for k in ("total", "gpu", "tpu", "allocated", "partial", "free", "tainted")
+            k: units[k]
+            for k in ("total", "gpu", "tpu", "allocated", "partial", "free", "tainted", "unhealthy")
         },
         "partitionsInUse": units["partitions"],
         "partitionable": units["partitionable"],
@@ -174,6 +184,8 @@ def _device(d: DeviceFacts, admit: Callable[[DeviceEntry], bool] | None) -> dict
         "fill": round(d.fill, 3),
         "tainted": d.tainted,
         "taints": list(d.taints),
+        "healthy": d.healthy,
+        "faults": list(d.faults),
         "holders": list(d.holders),
         "parent": d.parent,
         "admitted": None if admit is None else admit(d.entry),
@@ -212,6 +224,28 @@ def _pod_admission(facts: Facts, key: str) -> Admission:
         return Admission(label, [], str(err))
     selections, missing = request_selections(claims, scheduler.classes())
     return Admission(label, selections, "; ".join(missing) or None)
+
+
+def unhealthy_admitted(facts: Facts, claims: Sequence[ResourceClaim]) -> list[dict[str, Any]]:
+    """The unhealthy devices the claims' unallocated requests admit (their selectors pass):
+    what a pending pod is kept from by a fault, each with its node and faults. Only the
+    unhealthy devices are checked, so this costs next to nothing while all is well."""
+    sick = [d for node in facts.nodes for d in node.devices if not d.healthy]
+    if not sick:
+        return []
+    selections, missing = request_selections(claims, facts.scheduler.classes())
+    admit = _admitter(facts, Admission("", selections, "; ".join(missing) or None))
+    return [
+        {
+            "device": f"{d.ref.driver}/{d.ref.pool}/{d.ref.device}",
+            "name": d.ref.device,
+            "node": d.node,
+            "state": d.state,
+            "faults": list(d.faults),
+        }
+        for d in sick
+        if admit(d.entry)
+    ]
 
 
 def request_selections(

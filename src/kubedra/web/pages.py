@@ -20,6 +20,8 @@ from kubedra.web.html import Markup, path, tag, url
 HEATMAP_NODES = 200  # above this, the fleet is a heat map (one cell per node) unless asked
 HEAT_STEPS = 8  # fill classes h1..h8: any use is h1 at least (1 of 8 GPUs is not "empty")
 SHARED_STEPS = 10  # a shared device's fill classes f0..f10
+UTIL_STEPS = 10  # a device's utilization bar u0..u10: any use is u1 at least
+ACCELERATOR_KINDS = ("gpu", "mig", "tpu")
 DEVICE_STATES = ("free", "allocated", "shared", "blocked")
 NAV = (
     ("fleet", "/fleet", "Fleet"),
@@ -158,8 +160,69 @@ def muted(text: object) -> Markup:
     return tag("span", {"class": "muted"}, text)
 
 
-def count(key: str, value: int, label: str, title: str | None = None) -> Markup:
-    return tag("span", {"data-count": key, "title": title}, tag("b", {}, f"{value:,}"), " " + label)
+def count(
+    key: str, value: int, label: str, title: str | None = None, cls: str | None = None
+) -> Markup:
+    return tag(
+        "span",
+        {"data-count": key, "title": title, "class": cls},
+        tag("b", {}, f"{value:,}"),
+        " " + label,
+    )
+
+
+def ago(seconds: float) -> str:
+    """An age for people: 4 s, 3 min, 2 h."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.0f} h"
+
+
+def gib(value: float) -> str:
+    return f"{value / 2**30:.1f} GiB"
+
+
+def figures_text(m: Mapping[str, Any]) -> str:
+    """A device's figures in one line: utilization, memory used of total, temperature,
+    power; and how old they are when the last scrape of its driver failed."""
+    parts = []
+    if m["utilization"] is not None:
+        parts.append(f"utilization {100 * m['utilization']:.0f} %")
+    used, total = m["memoryUsedBytes"], m["memoryTotalBytes"]
+    if used is not None and total:
+        parts.append(f"memory {gib(used)} of {gib(total)}")
+    elif used is not None:
+        parts.append(f"memory {gib(used)} used")
+    if m["temperatureCelsius"] is not None:
+        parts.append(f"{m['temperatureCelsius']:.0f} °C")
+    if m["powerWatts"] is not None:
+        parts.append(f"{m['powerWatts']:.0f} W")
+    if m["stale"]:
+        age = m["age"]
+        parts.append("stale: " + (f"figures {ago(age)} old" if age is not None else "no figures"))
+    return " · ".join(parts) or "no figures reported"
+
+
+def util_step(value: float) -> int:
+    """0 for an idle device, else 1..UTIL_STEPS: tenths busy, rounded up (any use shows)."""
+    if value <= 0:
+        return 0
+    return min(UTIL_STEPS, max(1, math.ceil(value * UTIL_STEPS - 1e-9)))
+
+
+def health_badge(healthy: bool | None, faults: Sequence[str]) -> Markup:
+    """healthy, or unhealthy with the faults its health taints say."""
+    if healthy is None:
+        return tag("span", {"class": "badge", "data-health": "unknown"}, "not published now")
+    if healthy:
+        return tag("span", {"class": "badge healthy", "data-health": "healthy"}, "healthy")
+    return tag(
+        "span",
+        {"class": "badge unhealthy", "data-health": "unhealthy"},
+        "unhealthy: " + ", ".join(faults),
+    )
 
 
 # --- fleet --------------------------------------------------------------------------------
@@ -191,7 +254,7 @@ def fleet_page(data: Mapping[str, Any], params: Mapping[str, str]) -> Markup:
             id="mode",
             **{"class": "button"},
         ),
-        heat_legend() if heat else state_legend(),
+        heat_legend() if heat else state_legend(bool(data.get("deviceMetrics"))),
     )
     problems = None
     if filt and (filt["error"] or filt["deviceErrors"]):
@@ -217,7 +280,79 @@ def fleet_page(data: Mapping[str, Any], params: Mapping[str, str]) -> Markup:
             for g in data["groups"]
         ],
     )
-    return tag("div", {}, toolbar, fleet_summary(s, filt), problems, body)
+    return tag(
+        "div",
+        {},
+        toolbar,
+        fleet_summary(s, filt),
+        figures_note(data.get("deviceMetrics")),
+        problems,
+        body,
+    )
+
+
+def figures_note(scraped: Mapping[str, Any] | None) -> Markup:
+    """Where the devices' utilization comes from: each endpoint scraped and how its last
+    scrape went (stale: the last figures' age and why); or, without endpoints, how to
+    name them. `data-figures`: the page follows the scrapes (app.js)."""
+    if scraped is None:
+        return tag(
+            "p",
+            {"class": "note muted", "id": "device-metrics"},
+            "Utilization, memory and temperature: not shown. Start the dashboard with ",
+            tag("code", {}, "--device-metrics http://NODE:PORT/metrics"),
+            " for each node driver (",
+            tag("code", {}, "kubedra driver run --metrics-port PORT"),
+            ") to show them beside each device.",
+        )
+    endpoints = scraped["endpoints"]
+    answering = [e for e in endpoints if e["ok"] and not e["stale"]]
+    items = []
+    if answering:  # in one: a cluster has many nodes, these need no attention
+        ages = sorted(e["age"] or 0.0 for e in answering)
+        young, old = ago(ages[0]), ago(ages[-1])
+        age = young if young == old else f"{young} to {old}"
+        named = answering[0]["url"] if len(answering) == 1 else f"{len(answering)} endpoints"
+        items.append(
+            tag(
+                "span",
+                {
+                    "class": "endpoint ok",
+                    "data-state": "ok",
+                    "data-endpoint": answering[0]["url"] if len(answering) == 1 else None,
+                    "title": "\n".join(f"{e['url']}: {e['devices']} devices" for e in answering),
+                },
+                tag("code", {}, named) if len(answering) == 1 else named,
+                f": {sum(e['devices'] for e in answering):,} devices, {age} ago",
+            )
+        )
+    for e in endpoints:  # each that needs attention, by name
+        if e in answering:
+            continue
+        if not e["triedAt"]:
+            state, says = "waiting", "not scraped yet"
+        elif e["age"] is None:
+            state, says = "stale", f"no figures: {e['error'] or 'not scraped yet'}"
+        else:
+            why = f": {e['error']}" if e["error"] else ""
+            state, says = "stale", f"stale, figures {ago(e['age'])} old{why}"
+        items.append(
+            tag(
+                "span",
+                {"class": f"endpoint {state}", "data-endpoint": e["url"], "data-state": state},
+                tag("code", {}, e["url"]),
+                " " + says,
+            )
+        )
+    return tag(
+        "div",
+        {"class": "note", "id": "device-metrics", "data-figures": True},
+        muted(
+            f"Device metrics every {scraped['interval']:g} s from {len(endpoints)} driver "
+            f"endpoint{'' if len(endpoints) == 1 else 's'}:"
+        ),
+        items,
+    )
 
 
 def fleet_summary(s: Mapping[str, Any], filt: Mapping[str, Any] | None) -> Markup:
@@ -244,6 +379,13 @@ def fleet_summary(s: Mapping[str, Any], filt: Mapping[str, Any] | None) -> Marku
         count("partial", a["partial"], "partly used", "MIG partitions or shares of it held"),
         count("free", a["free"], "free"),
         count("tainted", a["tainted"], "tainted", "a NoSchedule or NoExecute taint"),
+        count(
+            "unhealthy",
+            a["unhealthy"],
+            "unhealthy",
+            "a health taint from its driver: GPU lost, Xid, ECC, thermal or power",
+            "bad" if a["unhealthy"] else None,
+        ),
     ]
     if s["partitionsInUse"] or s["partitionable"]:
         items.append(
@@ -278,12 +420,14 @@ def group_count(nodes: Sequence[Mapping[str, Any]], heat: bool) -> str:
     return f"({len(nodes)} node{'' if len(nodes) == 1 else 's'} · {pct(fill)} held)"
 
 
-def state_legend() -> Markup:
+def state_legend(figures: bool = False) -> Markup:
     return tag(
         "div",
         {"class": "legend"},
         [tag("span", {}, tag("i", {"class": f"swatch {st}"}), st) for st in DEVICE_STATES],
         tag("span", {}, tag("i", {"class": "swatch tainted"}), "tainted"),
+        tag("span", {}, tag("i", {"class": "swatch unhealthy"}), "unhealthy"),
+        figures and tag("span", {}, tag("i", {"class": "swatch utilization"}), "utilization"),
     )
 
 
@@ -305,6 +449,7 @@ def heat_legend() -> Markup:
         tag("span", {}, tag("i", {"class": "swatch h0"}), "free"),
         tag("span", {}, "held: 1/8 ", tag("span", {"class": "ramp"}, steps), " all"),
         tag("span", {}, tag("i", {"class": "swatch tainted-outline"}), "tainted"),
+        tag("span", {}, tag("i", {"class": "swatch unhealthy-dot"}), "unhealthy"),
     )
 
 
@@ -321,6 +466,9 @@ def heatmap(nodes: Sequence[Mapping[str, Any]], filtered: bool) -> Markup:
         classes = ["cell", f"h{heat_step(n['fill'])}"]
         if any(d["tainted"] for d in n["devices"]):
             classes.append("tainted")
+        faults = sorted({f for d in n["devices"] for f in d["faults"]})
+        if faults:
+            classes.append("unhealthy")
         if filtered:
             classes.append("admitted" if any(d["admitted"] for d in n["devices"]) else "rejected")
         if n["accelerators"]:
@@ -329,6 +477,15 @@ def heatmap(nodes: Sequence[Mapping[str, Any]], filtered: bool) -> Markup:
             )
         else:
             held = f"no accelerators · {pct(n['fill'])} of its devices held"
+        if faults:
+            held += f" · {n.get('unhealthy', 0)} unhealthy: {', '.join(faults)}"
+        busy = [
+            m["utilization"]
+            for d in n["devices"]
+            if (m := d.get("metrics")) and m["utilization"] is not None and d["parent"] is None
+        ]
+        if busy:
+            held += f" · utilization {pct(sum(busy) / len(busy))} on average"
         cells.append(
             tag(
                 "div",
@@ -349,15 +506,39 @@ def device_title(d: Mapping[str, Any]) -> str:
         parts.append(pct(d["fill"]) + " used")
     if d["holders"]:
         parts.append("held by " + ", ".join(d["holders"]))
+    if not d["healthy"]:
+        parts.append("unhealthy: " + ", ".join(d["faults"]))
     if d["taints"]:
         parts.append("taints: " + ", ".join(d["taints"]))
+    if "metrics" in d:  # device metrics are scraped
+        if d["metrics"] is not None:
+            parts.append(figures_text(d["metrics"]))
+        elif d["kind"] in ACCELERATOR_KINDS:
+            parts.append("no device metrics")
     return " · ".join(p for p in parts if p)
+
+
+def utilization_bar(d: Mapping[str, Any]) -> Markup | None:
+    """A bar along the tile's foot, as long as the device is busy (grey when stale)."""
+    m = d.get("metrics")
+    if m is None or m["utilization"] is None:
+        return None
+    step = util_step(m["utilization"])
+    return tag(
+        "i",
+        {
+            "class": f"util u{step}" + (" stale" if m["stale"] else ""),
+            "data-utilization": m["utilization"],
+        },
+    )
 
 
 def device_cell(d: Mapping[str, Any]) -> Markup:
     classes = ["dev", d["kind"], d["state"]]
     if d["tainted"]:
         classes.append("tainted")
+    if not d["healthy"]:
+        classes.append("unhealthy")
     if d["admitted"] is not None:
         classes.append("admitted" if d["admitted"] else "rejected")
     if d["state"] == "shared":
@@ -367,10 +548,12 @@ def device_cell(d: Mapping[str, Any]) -> Markup:
         "title": device_title(d),
         "data-device": f"{d['driver']}/{d['pool']}/{d['name']}",
         "data-state": d["state"],
+        "data-health": "healthy" if d["healthy"] else "unhealthy",
     }
+    bar = utilization_bar(d)
     if len(d["holders"]) == 1:  # one claim holds it: its page is one click away
-        return tag("a", {**attrs, "href": claim_href(d["holders"][0])})
-    return tag("div", attrs)
+        return tag("a", {**attrs, "href": claim_href(d["holders"][0])}, bar)
+    return tag("div", attrs, bar)
 
 
 def node_block(node: Mapping[str, Any]) -> Markup:
@@ -386,7 +569,7 @@ def node_block(node: Mapping[str, Any]) -> Markup:
         tag(
             "div",
             {
-                "class": "part",
+                "class": "part" + ("" if all(d["healthy"] for d in devs) else " unhealthy"),
                 "title": f"{key.rsplit('/', 1)[-1]} · {pct(node['partitions'].get(key, 0))} used",
             },
             [device_cell(d) for d in devs],
@@ -500,7 +683,10 @@ def claim_page(c: Mapping[str, Any]) -> Markup:
                 " for request ",
                 tag("code", {}, d["request"]),
                 f" on node {d['node']}" if d["node"] else "",
+                " ",
+                health_badge(d["healthy"], d["faults"]),
             ),
+            device_figures(d, c.get("deviceMetrics") is not None),
             d["shareID"]
             and tag(
                 "div",
@@ -547,6 +733,36 @@ def claim_page(c: Mapping[str, Any]) -> Markup:
             [[f"{x['resource']}/{x['name']}", tag("code", {}, x["uid"])] for x in c["reservedFor"]],
         ),
         tag("p", {"class": "muted"}, "pods using this claim: ", _joined(pods) or "none"),
+    )
+
+
+def device_figures(d: Mapping[str, Any], scraped: bool) -> Markup | None:
+    """A claimed device's utilization (a meter), memory, temperature and power, with where
+    they come from; None without device metrics."""
+    if not scraped:
+        return None
+    m = d.get("metrics")
+    if m is None:
+        return tag(
+            "div",
+            {"class": "figures-line muted", "data-figures": True},
+            "no device metrics: no endpoint given reports this device",
+        )
+    meter = None
+    if m["utilization"] is not None:
+        meter = tag(
+            "meter",
+            {"min": 0, "max": 1, "value": m["utilization"], "title": "utilization"},
+        )
+    source = f"from {m['source']}" + (f", {ago(m['age'])} ago" if m["age"] is not None else "")
+    return tag(
+        "div",
+        {"class": "figures-line" + (" stale" if m["stale"] else ""), "data-figures": True},
+        meter,
+        " ",
+        figures_text(m),
+        " ",
+        muted(f"({source})"),
     )
 
 
@@ -606,6 +822,7 @@ def pending_card(p: Mapping[str, Any]) -> Markup:
             None if groups is not None else [" · ", link(url("/pending", {"pod": key}), "explain")],
         ),
         p.get("error") and tag("p", {"class": "error"}, p["error"]),
+        unhealthy_list(p.get("unhealthyDevices") or []),
         [group_outcome(g) for g in groups or ()],
         hints
         and tag(
@@ -614,6 +831,35 @@ def pending_card(p: Mapping[str, Any]) -> Markup:
             tag("b", {}, "what would make it fit:"),
             [tag("div", {"class": "hint"}, h) for h in hints],
         ),
+    )
+
+
+UNHEALTHY_SHOWN = 12  # unhealthy devices named on a pending pod's card (the rest counted)
+
+
+def unhealthy_list(devices: Sequence[Mapping[str, Any]]) -> Markup | None:
+    """The unhealthy devices a pending pod's requests would take, with their faults."""
+    if not devices:
+        return None
+    more = len(devices) - UNHEALTHY_SHOWN
+    return tag(
+        "div",
+        {"class": "unhealthy-devices"},
+        f"unhealthy device{'' if len(devices) == 1 else 's'} it could use otherwise: ",
+        [
+            tag(
+                "span",
+                {
+                    "class": "badge unhealthy",
+                    "data-device": d["device"],
+                    "data-health": "unhealthy",
+                    "title": f"{d['device']} on {d['node']} · {d['state']}",
+                },
+                f"{d['name']} on {d['node']}: {', '.join(d['faults'])}",
+            )
+            for d in devices[:UNHEALTHY_SHOWN]
+        ],
+        more > 0 and muted(f" and {more} more"),
     )
 
 

@@ -3,7 +3,8 @@
 A pod is pending while it has no node, has not ended and is not being deleted (whoever its
 scheduler). Its explanation is `kubedra explain pod -o json`'s, built by the same functions:
 nodes grouped by outcome, for each group the node filter that excluded it or the blockers
-and, per request, the device funnel; and what would make it fit.
+and, per request, the device funnel; and what would make it fit. Besides, the unhealthy
+devices its requests would take (a health taint keeps them off), with their faults.
 Explaining runs the allocator on every node, so only the first `limit` pods are explained.
 """
 
@@ -23,6 +24,7 @@ from kubedra.scheduler.explain import (
 )
 from kubedra.scheduler.scheduler import Unschedulable
 from kubedra.web.facts import Facts
+from kubedra.web.fleet import unhealthy_admitted
 from kubedra.web.workloads import scheduling_message
 
 DEFAULT_LIMIT = 25
@@ -54,6 +56,7 @@ def explain_pod(facts: Facts, pod: Pod) -> dict[str, Any]:
     out["groups"] = [_group(g) for g in groups]
     out["fits"] = sum(len(g.nodes) for g in groups if g.fits)
     out["whatWouldFit"] = what_would_fit(groups)
+    out["unhealthyDevices"] = unhealthy_admitted(facts, claims)
     return out
 
 

@@ -14,11 +14,13 @@ request closes its connection, HEAD on the stream sends headers only, the stream
 It runs on an event loop of its own thread, so callers (`kubedra ui`, tests, benchmarks)
 keep a blocking `start`/`stop`. Views are blocking code (`App.get`, which computes a view
 under a lock) and run in a small thread pool; event streams wait on the loop, woken by one
-thread that follows the mirror. Safe by default: it binds to loopback, answers GET and HEAD
-only (the UI is read-only) and closes the connection of any refused request, refuses a
-Host header that is not the address it serves (a DNS-rebinding page cannot read it), and
-sends a strict Content-Security-Policy (no inline script or style, nothing from elsewhere)
-so a hostile object name cannot run as script even if it reached the page unescaped.
+thread that follows the mirror (and the device metrics' scrapes, if any: a `metrics` event
+after each round, which the pages showing them follow). Safe by default: it binds to
+loopback, answers GET and HEAD only (the UI is read-only) and closes the connection of any
+refused request, refuses a Host header that is not the address it serves (a DNS-rebinding
+page cannot read it), and sends a strict Content-Security-Policy (no inline script or
+style, nothing from elsewhere) so a hostile object name cannot run as script even if it
+reached the page unescaped.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from aiohttp import hdrs, web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from kubedra.web.api import App, Response, error
+from kubedra.web.devicemetrics import Scraper
 from kubedra.web.mirror import Mirror
 
 log = logging.getLogger(__name__)
@@ -78,7 +81,7 @@ class Server:
         self._socket = _listen(host, port)  # OSError here: the port is taken or not ours
         self._loop = asyncio.new_event_loop()
         self._pool = ThreadPoolExecutor(VIEW_THREADS, thread_name_prefix="ui-view")
-        self._changes = _Changes(app.mirror, self._loop)
+        self._changes = _Changes(app.mirror, self._loop, app.device_metrics)
         self._runner: web.ServerRunner | None = None
         self._threads: list[threading.Thread] = []
 
@@ -196,52 +199,64 @@ class Server:
         return refused
 
     async def _events(self, request: web.BaseRequest) -> web.StreamResponse:
-        """`change` events as the cluster changes, coalesced to one per min_interval (HEAD:
-        the headers alone)."""
+        """`change` events as the cluster changes, `metrics` events after each round of
+        device metrics, coalesced to one per min_interval (HEAD: the headers alone)."""
         headers = {hdrs.CONTENT_TYPE: "text/event-stream", **SECURITY_HEADERS}
         if request.method == "HEAD":
             return web.Response(headers=headers)
         stream = web.StreamResponse(headers=headers)
         await stream.prepare(request)
         changes, sent_at = self._changes, 0.0
-        seen = changes.version
+        seen, rounds = changes.version, changes.rounds
         with contextlib.suppress(ConnectionError):  # the page went away
             await _event(stream, "hello", {"version": seen})
             while not changes.closed:
-                version = await changes.wait(seen, KEEPALIVE)
+                await changes.wait(seen, rounds, KEEPALIVE)
                 if changes.closed:
                     break
-                if version == seen:
+                if (changes.version, changes.rounds) == (seen, rounds):
                     await stream.write(b": keep-alive\n\n")
                     continue
                 if await changes.closed_within(sent_at + self.min_interval - self._loop.time()):
                     break
-                seen = changes.version  # everything that arrived during the pause
-                await _event(stream, "change", {"version": seen})
+                # everything that arrived during the pause; a change refreshes the figures too
+                changed = changes.version != seen
+                seen, rounds = changes.version, changes.rounds
+                if changed:
+                    await _event(stream, "change", {"version": seen})
+                else:
+                    await _event(stream, "metrics", {"version": seen, "round": rounds})
                 sent_at = self._loop.time()
         return stream
 
 
 class _Changes:
-    """The mirror's version for the event streams: one thread waits on the mirror (a
-    blocking condition) and wakes every stream on the loop, instead of a thread each."""
+    """The mirror's version and the device metrics' round for the event streams: one thread
+    waits on the mirror (a blocking condition) and wakes every stream on the loop, instead
+    of a thread each."""
 
-    def __init__(self, mirror: Mirror, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, mirror: Mirror, loop: asyncio.AbstractEventLoop, scraper: Scraper | None = None
+    ) -> None:
         self.mirror = mirror
         self.loop = loop
+        self.scraper = scraper
         self.version = mirror.version
+        self.rounds = scraper.generation if scraper is not None else 0
         self.closed = False
         self._changed = asyncio.Event()
         self._closed = asyncio.Event()
 
     def follow(self) -> None:
-        """Publish each new version on the loop until `close` (or the mirror stops)."""
-        seen = self.version
+        """Publish each new version (and scrape round) on the loop until `close` (or the
+        mirror stops). A round is noticed within the wait's timeout."""
+        seen, rounds = self.version, self.rounds
         while not self.closed and not self.mirror.stopped:
             version = self.mirror.wait(seen, timeout=0.25)  # how soon `stop` is noticed
-            if version != seen:
-                seen = version
-                self.loop.call_soon_threadsafe(self._publish, version)
+            now = self.scraper.generation if self.scraper is not None else 0
+            if (version, now) != (seen, rounds):
+                seen, rounds = version, now
+                self.loop.call_soon_threadsafe(self._publish, version, now)
         with contextlib.suppress(RuntimeError):  # the loop is already closed
             self.loop.call_soon_threadsafe(self.close)
 
@@ -251,12 +266,12 @@ class _Changes:
         self._closed.set()
         self._changed.set()
 
-    async def wait(self, seen: int, timeout: float) -> int:
-        """The version once it is past `seen`, or after `timeout` seconds, or at close."""
-        if self.version == seen and not self.closed:
+    async def wait(self, seen: int, rounds: int, timeout: float) -> None:
+        """Return once the version is past `seen` or the round past `rounds`, or after
+        `timeout` seconds, or at close."""
+        if (self.version, self.rounds) == (seen, rounds) and not self.closed:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout)
-        return self.version
 
     async def closed_within(self, seconds: float) -> bool:
         """Sleep `seconds` unless closed meanwhile; whether it is closed."""
@@ -265,8 +280,8 @@ class _Changes:
                 await asyncio.wait_for(self._closed.wait(), seconds)
         return self.closed
 
-    def _publish(self, version: int) -> None:
-        self.version = version
+    def _publish(self, version: int, rounds: int) -> None:
+        self.version, self.rounds = version, rounds
         self._changed.set()
         self._changed = asyncio.Event()
 

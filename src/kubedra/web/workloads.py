@@ -118,7 +118,7 @@ def claim_view(facts: Facts, namespace: str, name: str) -> dict[str, Any]:
             _allocated_device(
                 r.request,
                 devices.get(DeviceRef(r.driver, r.pool, r.device)),
-                f"{r.driver}/{r.pool}/{r.device}",
+                DeviceRef(r.driver, r.pool, r.device),
                 r.share_id,
                 {k: str(q) for k, q in r.consumed_capacity.items()},
             )
@@ -186,15 +186,21 @@ def _request(r: DeviceRequest) -> dict[str, Any]:
 def _allocated_device(
     request: str,
     facts: DeviceFacts | None,
-    ref: str,
+    ref: DeviceRef,
     share_id: str | None,
     consumed: dict[str, str],
 ) -> dict[str, Any]:
+    """An allocated device: what it is, where, and its health (None: not published now)."""
     device = facts.entry.device if facts is not None else None
     return {
         "request": request,
-        "device": ref,
+        "device": f"{ref.driver}/{ref.pool}/{ref.device}",
+        "driver": ref.driver,
+        "pool": ref.pool,
+        "name": ref.device,
         "node": facts.node if facts is not None else None,
+        "healthy": facts.healthy if facts is not None else None,
+        "faults": list(facts.faults) if facts is not None else [],
         "shareID": share_id,
         "consumedCapacity": consumed,
         "attributes": {k: a.value for k, a in device.attributes.items()} if device else {},

@@ -1,6 +1,7 @@
 // kubedra ui: the server renders every page with its data (src/kubedra/web/pages.py), so the
 // first paint shows the cluster, with or without this script. The script keeps the page
-// live (on each change it fetches the same URL and swaps in the server's <main>), turns
+// live (on each change it fetches the same URL and swaps in the server's <main>; a page
+// showing device metrics, marked data-figures, also after each scrape), turns
 // the filters' selects into links, and sends the earlier #/ links to their pages. It builds
 // no HTML: cluster data only ever reaches the page as the server escaped it.
 "use strict";
@@ -69,6 +70,10 @@ function listen() {
     live.classList.add("flash");
     setTimeout(() => live.classList.remove("flash"), 400);
     refresh();
+  });
+  events.addEventListener("metrics", () => {
+    // a new round of device metrics: only the pages that show them are fetched again
+    if (document.querySelector("#main [data-figures]")) refresh();
   });
   events.onerror = () => { live.textContent = "reconnecting"; live.classList.remove("on"); };
 }
