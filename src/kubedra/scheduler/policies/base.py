@@ -90,9 +90,14 @@ def fixed_device_count(claims: Sequence[ResourceClaim]) -> int | None:
             return None
         for request in claim.spec.devices.requests:
             exact = request.exactly
-            if exact is None or exact.admin_access or exact.allocation_mode not in (
-                None,
-                "ExactCount",
+            if (
+                exact is None
+                or exact.admin_access
+                or exact.allocation_mode
+                not in (
+                    None,
+                    "ExactCount",
+                )
             ):
                 return None
             total += exact.count or 1

@@ -72,4 +72,3 @@ class FragmentationPriced(FragmentationLookahead):
         if pod is None or not pod.shares_a_device or prices is None:
             return 0.0
         return self.loss_weight * prices.loss(taken_from(before, after), pod.milli)
-
