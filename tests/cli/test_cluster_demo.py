@@ -13,8 +13,8 @@ def test_profiles_lists_every_required_profile() -> None:
     run = kubedra("cluster", "profiles")
     assert run.returncode == 0
     names = [line.split()[0] for line in run.stdout.splitlines()[1:]]
-    assert names == ["h100x8", "h200x8", "a100-80x8", "a100-40x8-mig", "l4x4", "b200x8",
-                     "tpu-v5e-2x4", "tpu-v6e-2x4"]
+    assert names == ["h100x8", "h200x8", "a100-80x8", "a100-40x8-mig", "h100x8-mig", "l4x4",
+                     "b200x8", "tpu-v5e-2x4", "tpu-v6e-2x4"]
 
 
 def test_create_publishes_slices_and_reset_clears(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ def test_completes_kinds_object_names_nodes_and_profiles(store: str) -> None:
     assert complete("delete dc ", env) == ["high-memory-gpu"]
     assert complete("get po -n other ", env) == []
     assert complete("devices --node ", env) == ["l4x4-0", "l4x4-1"]
-    assert complete("cluster create --node-profile h", env) == ["h100x8=", "h200x8="]
+    assert complete("cluster create --node-profile h", env) == ["h100x8=", "h200x8=", "h100x8-mig="]
     assert complete("schedule --policy f", env) == ["first-fit", "fragmentation", "fragmentation-lookahead", "fragmentation-pack",
                                                     "fragmentation-priced"]
     assert complete(f"--store {store} get dc ") == ["high-memory-gpu"]

@@ -6,7 +6,10 @@ NodePrepareResources / NodeUnprepareResources calls, restart it, check after eve
   every checkpointed claim's status.devices lists its devices as Ready;
 - every claim whose prepare the kubelet saw succeed is still prepared, with the same devices,
   and every claim whose unprepare it saw succeed is not;
-- a prepare after the restart returns the same devices (idempotent).
+- a prepare after the restart returns the same devices (idempotent);
+- with `mig` (claims on MIG placements of a simulated `h100x8-mig` node): the GPUs hold exactly
+  the instances the checkpointed claims record, none pending is left, and each claim's CDI
+  spec names its instances' MIG UUIDs.
 
 `python -m tests.driver.killharness --kills 100` prints the figures; the test runs fewer.
 """
@@ -25,13 +28,18 @@ from pathlib import Path
 
 import grpc
 
+from kubedra.catalog import profile
 from kubedra.cluster.sqlite import SqliteStore
+from kubedra.driver.backends.simnvml import STATE_FILE, SimulatedNvml
+from kubedra.driver.checkpoint import Checkpoint, PreparedClaim
 from kubedra.driver.kubelet import KubeletClient
 
 from .conftest import make_claim
+from .driverproc import GPU as GPU_DRIVER
 from .driverproc import DriverProcess, disk_problems, status_problems
 
 NODE = "sim-1"
+MIG_PROFILE = "h100x8-mig"
 MPS = {
     "apiVersion": "resource.nvidia.com/v1beta1",
     "kind": "GpuConfig",
@@ -74,8 +82,8 @@ def _devices(entry: object) -> Devices:
 class Kubelet:
     """What the kubelet knows: the acknowledged state of each claim."""
 
-    def __init__(self, refs: list[tuple[str, str, str]]) -> None:
-        self.refs = refs
+    def __init__(self, refs: list[tuple[str, str, str]], mig: bool = False) -> None:
+        self.refs, self.mig = refs, mig
         self.state: dict[str, Devices | None] = {}  # uid -> devices if prepared, None if not
         self.first_answer: dict[str, Devices] = {}
         self.report = KillReport()
@@ -107,6 +115,8 @@ class Kubelet:
 
     def check(self, driver: DriverProcess, cdi: Path, when: str) -> None:
         claims, problems = disk_problems(driver.paths.plugin_dir, cdi)
+        if self.mig:
+            problems += mig_problems(driver.paths.plugin_dir, claims)
         store = SqliteStore(driver.store)
         try:
             problems += status_problems(store, claims)
@@ -133,6 +143,31 @@ class Kubelet:
         self.report.kills_with_violations += bool(problems)
 
 
+def mig_problems(plugin_dir: Path, claims: dict[str, PreparedClaim]) -> list[str]:
+    """How the simulated GPUs' instances disagree with the checkpointed claims."""
+    hardware = SimulatedNvml(profile(MIG_PROFILE), NODE, plugin_dir / STATE_FILE)
+    have = {
+        (gpu, gi["id"], ci["uuid"])
+        for gpu, found in hardware.instances().items()
+        for gi in found
+        for ci in gi["computeInstances"] or [{"uuid": "(no compute instance)"}]
+    }
+    want = {
+        (r.gpu_minor, r.gpu_instance_id, r.mig_uuid) for c in claims.values() for r in c.mig
+    }
+    problems = [f"MIG instance no claim holds: {i}" for i in sorted(have - want, key=str)]
+    problems += [f"MIG instance of a claim missing: {i}" for i in sorted(want - have, key=str)]
+    snapshot = Checkpoint(plugin_dir, GPU_DRIVER, NODE).read()
+    if snapshot is not None and snapshot.pending:
+        problems.append(f"MIG instances left pending: {len(snapshot.pending)}")
+    for uid, claim in sorted(claims.items()):
+        env = claim.cdi_spec.get("containerEdits", {}).get("env", [])
+        visible = ",".join(r.mig_uuid for r in claim.mig)
+        if f"NVIDIA_VISIBLE_DEVICES={visible}" not in env:
+            problems.append(f"CDI spec does not name the claim's MIG instances: {uid}")
+    return problems
+
+
 def _parse_repairs(log: str, report: KillReport) -> None:
     for line in log.splitlines():
         if "checkpoint unusable" in line:
@@ -143,20 +178,34 @@ def _parse_repairs(log: str, report: KillReport) -> None:
                 report.repairs[key] = report.repairs.get(key, 0) + int(value)
 
 
-def run_kills(workdir: Path, kills: int, seed: int, claims: int = 12) -> KillReport:
+def run_kills(
+    workdir: Path, kills: int, seed: int, claims: int = 12, mig: bool = False
+) -> KillReport:
+    """`mig`: each claim holds one or two 1g.10gb placements of its own (MIG instances are
+    made and destroyed by its prepares and unprepares) on a simulated `h100x8-mig` node."""
     rng = random.Random(seed)
     store = SqliteStore(workdir / "state.db")
     refs = []
+    places = [(gpu, start) for gpu in range(8) for start in range(7)]
+    rng.shuffle(places)
     for i in range(claims):
-        devices = rng.sample(range(8), rng.randint(1, 2))
-        config = [((), MPS)] if i % 4 == 0 else []
-        claim = make_claim(
-            store, f"c{i}", [("gpu", NODE, f"gpu-{d}") for d in devices], config=config
-        )
+        count = rng.randint(1, 2)
+        if mig:
+            devices = [f"gpu-{g}-mig-1g10gb-19-{s}" for g, s in (places.pop() for _ in range(count))]
+            config = []
+        else:
+            devices = [f"gpu-{d}" for d in rng.sample(range(8), count)]
+            config = [((), MPS)] if i % 4 == 0 else []
+        claim = make_claim(store, f"c{i}", [("gpu", NODE, d) for d in devices], config=config)
         refs.append(("default", claim.metadata.uid, claim.metadata.name))
     store.close()
-    driver = DriverProcess(workdir / "state.db", workdir / "kubelet", workdir / "cdi")
-    kubelet = Kubelet(refs)
+    driver = DriverProcess(
+        workdir / "state.db",
+        workdir / "kubelet",
+        workdir / "cdi",
+        profile=MIG_PROFILE if mig else "h100x8",
+    )
+    kubelet = Kubelet(refs, mig)
     try:
         driver.start()
         for kill in range(kills):
@@ -183,11 +232,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=100)
     parser.add_argument("--seed", type=int, default=25)
+    parser.add_argument("--mig", action="store_true", help="claims on MIG placements")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="kd-kill-", dir="/tmp"))
     try:
         start = time.monotonic()
-        report = run_kills(workdir, args.kills, args.seed)
+        report = run_kills(workdir, args.kills, args.seed, mig=args.mig)
         print(report.table())
         print(f"{'seconds':<45} {time.monotonic() - start:>8.0f}")
         for violation in report.violations:

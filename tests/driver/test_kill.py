@@ -21,3 +21,16 @@ def test_kill_9_during_prepare_and_unprepare_keeps_checkpoint_cdi_and_status_in_
     assert report.prepares_acknowledged > 0 and report.unprepares_acknowledged > 0
     assert report.recoveries == 0  # a kill never damages the checkpoint itself
     assert report.idempotent_prepares > 0
+
+
+def test_kill_9_during_mig_prepares_leaves_exactly_the_instances_of_prepared_claims(
+    short_dir: Path,
+) -> None:
+    """Every prepare makes MIG instances, every unprepare destroys them: after each kill and
+    restart the GPUs hold the instances of the checkpointed claims and nothing else."""
+    kills = max(3, KILLS // 2)
+    report = run_kills(short_dir, kills, seed=36, mig=True)
+    assert report.violations == []
+    assert report.kills == kills and report.kills_with_violations == 0
+    assert report.prepares_acknowledged > 0 and report.unprepares_acknowledged > 0
+    assert report.recoveries == 0

@@ -121,3 +121,12 @@ def test_extended_resource_pod_is_served_by_dra(tmp_path: Path) -> None:
     store = cluster(tmp_path, ("h100x8", 1), example="extended-resource")
     Scheduler(store).run_once()
     assert results(store, "legacy-cuda-job") == [("container-0-request-0", "h100x8-0", "gpu-0")]
+
+
+def test_mig_3g40gb_instance(tmp_path: Path) -> None:
+    store = cluster(tmp_path, ("h100x8-mig", 1), example="mig-3g40gb")
+    Scheduler(store).run_once()
+    ((request, pool, device),) = results(store, "mig-inference")
+    assert (request, pool) == ("mig", "h100x8-mig-0")
+    assert device in ("gpu-0-mig-3g40gb-9-0", "gpu-0-mig-3g40gb-9-4")
+

@@ -272,6 +272,18 @@ _ALL = (
         1152,
         mig=True,
     ),
+    # The h100x8 host with its GPUs in MIG mode (dynamic MIG, partitionable devices), like
+    # the recorded HGX host whose GPUs 6 and 7 run in MIG mode (drivers.md §1.4, §1.11).
+    _gpu_profile(
+        "h100x8-mig",
+        "8x H100 80GB SXM5 with dynamic MIG (partitionable), 4 EFA",
+        "NVIDIA MIG user guide (H100 profiles); AWS EC2 P5; drivers.md §1.4, §1.11",
+        gpus.H100_SXM5_80GB,
+        "p5.48xlarge",
+        192,
+        2048,
+        mig=True,
+    ),
     # NVIDIA L4 datasheet; AWS EC2 G6 page (g6.24xlarge: 4x L4 24GB, 96 vCPU, 384 GiB).
     _gpu_profile(
         "l4x4",

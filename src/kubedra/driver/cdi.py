@@ -15,6 +15,11 @@ Container edits per driver:
   no NVIDIA runtime hook is needed; MPS sharing adds `CUDA_MPS_PIPE_DIRECTORY`,
   `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` / `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` and per-claim
   host directories for the pipe and /dev/shm; the sharing choice is also an annotation.
+  A MIG device the driver made for the claim (`kubedra.driver.mig`) is named by its MIG
+  UUID in `NVIDIA_VISIBLE_DEVICES`, and gets its parent's `/dev/nvidia<minor>` plus the two
+  capability nodes that grant access to its GPU instance and its compute instance,
+  `/dev/nvidia-caps/nvidia-cap<N>` (N from the NVIDIA driver's capability files; the
+  major is the node's `nvidia-caps` major, a stand-in on a simulated node).
 - `tpu.google.com`: `/dev/vfio/vfio` and `/dev/vfio/<group>` per chip, `TPU_VISIBLE_CHIPS`.
 - any other driver: `DRA_RESOURCE_DRIVER_NAME` and one `DRA_DEVICE_<NAME>=<device>` per device.
 """
@@ -37,8 +42,9 @@ MISC_MAJOR, VFIO_MINOR = 10, 196  # /dev/vfio/vfio
 # nvidia-uvm's and VFIO groups' majors are given out when their modules load; a simulated
 # node has neither, so its spec names stand-ins from the range Linux reserves for local
 # and experimental use (240-254), never looked up on the host.
-STAND_IN_UVM_MAJOR, STAND_IN_VFIO_MAJOR = 240, 241
+STAND_IN_UVM_MAJOR, STAND_IN_VFIO_MAJOR, STAND_IN_CAPS_MAJOR = 240, 241, 242
 MPS_PIPE_DIR = "/tmp/nvidia-mps"
+CAPS_DIR = "/dev/nvidia-caps"
 
 
 @dataclass(frozen=True)
@@ -79,13 +85,34 @@ def qualified_name(driver: str, device_name: str) -> str:
     return f"{kind(driver)}={device_name}"
 
 
+@dataclass(frozen=True)
+class MigAccess:
+    """What a container needs to use a MIG instance: its UUID and the minors of the
+    capability nodes of its GPU instance and compute instance (`caps_major`: the node's
+    nvidia-caps major, None when unknown)."""
+
+    uuid: str
+    gpu_instance_minor: int
+    compute_instance_minor: int
+    caps_major: int | None = None
+
+    def nodes(self, host: CdiHost) -> list[dict[str, Any]]:
+        major = STAND_IN_CAPS_MAJOR if host.stand_ins else self.caps_major
+        return [
+            char_node(f"{CAPS_DIR}/nvidia-cap{minor}", major, minor)
+            for minor in (self.gpu_instance_minor, self.compute_instance_minor)
+        ]
+
+
 @dataclass
 class AllocatedDevice:
-    """One device of a claim as prepare sees it: the published device and its config."""
+    """One device of a claim as prepare sees it: the published device and its config
+    (`mig`: the MIG instance made for it, when it is a MIG placement)."""
 
     request: str
     device: Device
     sharing: dict[str, Any] = field(default_factory=dict)
+    mig: MigAccess | None = None
 
     def attribute(self, name: str) -> Any:
         attr = self.device.attributes.get(name)
@@ -98,6 +125,11 @@ def _minor(dev: AllocatedDevice) -> int | None:
         return minor
     match = re.match(r"^gpu-(\d+)(?:-|$)", dev.device.name)
     return int(match.group(1)) if match else None
+
+
+def _uuid(dev: AllocatedDevice) -> Any:
+    """What NVIDIA_VISIBLE_DEVICES names the device by: its MIG instance's UUID, or its own."""
+    return dev.mig.uuid if dev.mig is not None else dev.attribute("uuid")
 
 
 def _env_name(device_name: str) -> str:
@@ -127,7 +159,7 @@ def build_spec(
     ids: list[str] = []
     uvm = STAND_IN_UVM_MAJOR if host.stand_ins else None
     if driver == "gpu.nvidia.com":
-        uuids = [u for u in (d.attribute("uuid") for d in devices) if isinstance(u, str)]
+        uuids = [u for u in (_uuid(d) for d in devices) if isinstance(u, str)]
         spec_edits["env"].append(f"NVIDIA_VISIBLE_DEVICES={','.join(uuids) or 'void'}")
         spec_edits["deviceNodes"] = [
             char_node("/dev/nvidiactl", NVIDIA_MAJOR, NVIDIACTL_MINOR),
@@ -180,6 +212,8 @@ def build_spec(
                         "minor": minor,
                     }
                 ]
+            if dev.mig is not None:
+                edits.setdefault("deviceNodes", []).extend(dev.mig.nodes(host))
             edits["env"] = [
                 f"NVIDIA_DRA_DEVICE_{_env_name(dev.device.name)[11:]}={dev.device.name}"
             ]
@@ -204,3 +238,34 @@ def build_spec(
         "devices": cdi_devices,
     }
     return spec, ids
+
+
+def retarget_mig(
+    spec: dict[str, Any],
+    cdi_device: str,
+    old_uuid: str,
+    new: MigAccess,
+    host: CdiHost = SIMULATED,
+) -> dict[str, Any]:
+    """`spec` with CDI device `cdi_device` moved from the MIG instance `old_uuid` to `new`
+    (the instance was made again): its UUID in NVIDIA_VISIBLE_DEVICES, its capability nodes."""
+    out: dict[str, Any] = json.loads(json.dumps(spec))
+    edits = out.setdefault("containerEdits", {})
+    prefix = "NVIDIA_VISIBLE_DEVICES="
+    env = []
+    for line in edits.get("env", []):
+        if line.startswith(prefix):
+            names = [new.uuid if n == old_uuid else n for n in line[len(prefix) :].split(",")]
+            line = prefix + ",".join(names)
+        env.append(line)
+    edits["env"] = env
+    for device in out.get("devices", []):
+        if device.get("name") != cdi_device:
+            continue
+        device_edits = device.setdefault("containerEdits", {})
+        nodes = [
+            n for n in device_edits.get("deviceNodes", [])
+            if not str(n.get("path", "")).startswith(f"{CAPS_DIR}/")
+        ]  # fmt: skip
+        device_edits["deviceNodes"] = nodes + new.nodes(host)
+    return out

@@ -16,6 +16,13 @@ agent) is kept as `checkpoint.last-good.json`; an unusable file is set aside as
 
 Reading is lenient about unknown fields (a newer agent's file still loads) and strict about
 everything that reaches a path or a response: UIDs, names and namespaces are validated.
+
+MIG instances (`kubedra.driver.mig`): a prepared claim's entry records the GPU and compute
+instance the driver made for each of its MIG devices (`PreparedClaim.mig`); `migPending`
+records the instances the driver is making or tearing down that no prepared claim holds
+(written before the instance is created and when an unprepare commits, dropped once the
+instance exists for its claim or is destroyed). Together they are the driver's proof of which
+instances it made: the only ones it ever destroys.
 """
 
 from __future__ import annotations
@@ -49,6 +56,29 @@ class PreparedDevice(msgspec.Struct, kw_only=True, rename="camel"):
     share_id: str | None = None
 
 
+class MigInstance(msgspec.Struct, kw_only=True, rename="camel"):
+    """A MIG instance (GPU instance + its compute instance) the driver makes for a claim.
+
+    `gpu_instance_id` / `compute_instance_id` are None while the instance is being created
+    (the record is written before NVML is asked); `mig_uuid` is the MIG device's UUID."""
+
+    device_name: str  # the published placement device, gpu-6-mig-3g40gb-9-4
+    claim_uid: str
+    gpu_uuid: str
+    gpu_minor: int
+    profile: str  # 3g.40gb
+    profile_id: int  # NVML GPU-instance profile ID
+    start: int  # placement: first memory slice
+    size: int  # placement: memory slices
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+    mig_uuid: str = ""
+
+    @property
+    def slices(self) -> range:
+        return range(self.start, self.start + self.size)
+
+
 class PreparedClaim(msgspec.Struct, kw_only=True, rename="camel"):
     uid: str
     namespace: str
@@ -60,6 +90,7 @@ class PreparedClaim(msgspec.Struct, kw_only=True, rename="camel"):
     device_data: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     prepared_at: str = ""
     generation: int = 0  # the checkpoint generation that committed this entry
+    mig: list[MigInstance] = msgspec.field(default_factory=list)  # instances made for it
 
 
 class _Payload(msgspec.Struct, kw_only=True, rename="camel"):
@@ -67,6 +98,7 @@ class _Payload(msgspec.Struct, kw_only=True, rename="camel"):
     node: str
     generation: int
     prepared_claims: dict[str, PreparedClaim] = msgspec.field(default_factory=dict)
+    mig_pending: list[MigInstance] = msgspec.field(default_factory=list)
 
 
 class _Envelope(msgspec.Struct, kw_only=True):
@@ -85,6 +117,7 @@ class _LegacyFile(msgspec.Struct, kw_only=True, rename="camel"):
     driver: str = ""
     node: str = ""
     prepared_claims: dict[str, PreparedClaim] = msgspec.field(default_factory=dict)
+    mig_pending: list[MigInstance] = msgspec.field(default_factory=list)  # never written
 
 
 class CheckpointError(RuntimeError):
@@ -99,6 +132,8 @@ class CheckpointError(RuntimeError):
 class Snapshot:
     claims: dict[str, PreparedClaim] = field(default_factory=dict)
     generation: int = 0
+    # MIG instances being made or torn down that no prepared claim holds (see the module doc)
+    pending: tuple[MigInstance, ...] = ()
 
 
 def checksum(data: bytes) -> str:
@@ -196,12 +231,22 @@ class Checkpoint:
             problem = entry_problem(key, claim)
             if problem:
                 raise CheckpointError("invalid", f"has an invalid entry: {problem}")
-        return Snapshot(dict(payload.prepared_claims), generation)
+        return Snapshot(dict(payload.prepared_claims), generation, tuple(payload.mig_pending))
 
-    def save(self, claims: dict[str, PreparedClaim], generation: int) -> None:
-        """Write `claims` as `generation`, keeping the file it replaces as the last-good copy."""
+    def save(
+        self,
+        claims: dict[str, PreparedClaim],
+        generation: int,
+        pending: tuple[MigInstance, ...] = (),
+    ) -> None:
+        """Write `claims` (and the MIG instances `pending`) as `generation`, keeping the file
+        it replaces as the last-good copy."""
         payload = _Payload(
-            driver=self.driver, node=self.node, generation=generation, prepared_claims=claims
+            driver=self.driver,
+            node=self.node,
+            generation=generation,
+            prepared_claims=claims,
+            mig_pending=list(pending),
         )
         data = msgspec.json.format(msgspec.json.encode(payload), indent=2)
         envelope = _Envelope(
@@ -224,6 +269,10 @@ class Checkpoint:
         except FileNotFoundError:
             return  # first save, or the damaged file was set aside
         os.replace(tmp, self.last_good)
+        # rename() does nothing when both names already link one file (a save killed after
+        # this step, before its write): the temporary must not outlive the save then.
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
 
     def set_aside(self) -> Path:
         """Move an unusable checkpoint out of the way (kept for inspection, not trusted)."""

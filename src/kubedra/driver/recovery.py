@@ -23,6 +23,11 @@ against the API (the Store): a claim that is gone, or exists with another UID, i
 dropped, as NVIDIA's driver cleans its checkpoint; when the API cannot answer, the entry is
 kept. This check is the seam for the real-cluster driver (issue 19), which can also compare
 the claim's allocation and reservation with this node.
+
+MIG instances: the pending records (`migPending`) of the checkpoint, or of the last-good copy
+when the checkpoint is unusable, are carried over; an entry recovery drops (stale, or not
+prepared) hands its instance records to them, so the driver destroys what it made for a
+claim it no longer serves (`kubedra.driver.prepare`).
 """
 
 from __future__ import annotations
@@ -136,11 +141,14 @@ def _rebuild(
         else:
             claims[uid] = entry
     stale = [uid for uid, entry in claims.items() if _gone(store, entry)]
+    pending = list(base.pending if base is not None else ())
     for uid in stale:
-        del claims[uid]
+        pending += claims.pop(uid).mig
+    for uid in base_claims.keys() - on_disk:  # not prepared: its instances were released
+        pending += [r for r in base_claims[uid].mig if r not in pending]
     from_last_good = sum(uid not in embedded for uid in claims)
     generation = max([base.generation if base else 0, *(e.generation for e in embedded.values())])
-    checkpoint.save(claims, generation + 1)
+    checkpoint.save(claims, generation + 1, tuple(pending))
     metrics.checkpoint_recovered(problem.reason)
     log_event(
         log,
@@ -155,7 +163,7 @@ def _rebuild(
         not_prepared=sorted(base_claims.keys() - on_disk) or None,
         stale=stale or None,
     )
-    return Snapshot(claims, generation + 1)
+    return Snapshot(claims, generation + 1, tuple(pending))
 
 
 def _gone(store: Store, entry: PreparedClaim) -> bool:

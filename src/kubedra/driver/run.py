@@ -72,6 +72,7 @@ class _Pool:
         server is away."""
         try:
             inventory = inventory or inventory_for(self.source, self.state.driver)
+            inventory = self.state.publishable(inventory)  # around MIG instances not ours
             self.devices = tuple(d.name for d in inventory.devices)
             self.state.set_devices(inventory.devices)
             if self.create_node:
@@ -147,7 +148,7 @@ def run_driver(
         inventory = inventory_for(source, driver)
         state = DeviceState(
             store, driver, node, paths.plugin_dir, cdi_dir, metrics, statuses=statuses,
-            cdi_host=source.cdi_host(),
+            cdi_host=source.cdi_host(), nvml=source.mig_nvml(driver, paths.plugin_dir),
         )  # fmt: skip
         statuses.start().enqueue_all(state.prepared)  # what a kill or an outage left unwritten
         health = HealthState(driver, health_effects)

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kubedra.api.core import Node
 from kubedra.catalog.inventory import DriverInventory
 from kubedra.driver.cdi import CdiHost
 from kubedra.driver.devicemetrics import Sampler
 from kubedra.driver.health import Fault
+
+if TYPE_CHECKING:
+    from kubedra.driver.backends.nvml import Nvml
 
 HealthReport = Callable[[], Mapping[str, Sequence[Fault]]]
 
@@ -38,6 +41,12 @@ class Backend(Protocol):
     def health_report(self, plugin_dir: Path) -> HealthReport:
         """A function answering each device's faults now (its name -> faults; a device
         left out is healthy): NVML's queries, or the simulated node's injected faults."""
+        ...
+
+    def mig_nvml(self, driver: str, plugin_dir: Path) -> Nvml | None:
+        """The NVML that makes the MIG instances of `driver`'s claims at prepare
+        (`kubedra.driver.mig`): the machine's, or the simulated profile's GPUs (their
+        instances kept in `plugin_dir`); None where no GPU of `driver` is in MIG mode."""
         ...
 
     def device_sampler(self, driver: str, plugin_dir: Path) -> Sampler:

@@ -14,6 +14,13 @@ upstream's deviceattribute package derives it), `.../numaNode`, plus the v25.3 a
 with MIG mode on is published as partitionable devices (dynamic MIG): counter set
 `gpu-<minor>-counter-set`, the full GPU consuming every counter, and one device per MIG
 profile and legal placement consuming its share plus its memory slices.
+
+MIG instances are made at prepare time (`kubedra.driver.mig`) through the protocol's MIG
+calls: NVML names GPU and compute instances by handles that live as long as the process,
+so the protocol names them by their IDs (GPU index, GPU-instance ID, compute-instance ID)
+and `PynvmlApi` looks the handle up for each call. `SnapshotNvml` lists the MIG devices a
+snapshot records and refuses to create or destroy any (NVML_ERROR_NOT_SUPPORTED);
+`kubedra.driver.backends.simnvml` simulates the whole lifecycle.
 """
 
 from __future__ import annotations
@@ -63,7 +70,12 @@ ARCHITECTURES = {
 }
 ADDRESSING_MODES = {1: "HMM", 2: "ATS"}  # NVML_DEVICE_ADDRESSING_MODE_*; 0 = none
 GPU_INSTANCE_PROFILE_COUNT = 0x12  # NVML_GPU_INSTANCE_PROFILE_COUNT (profile indices 0..0x11)
+COMPUTE_INSTANCE_PROFILE_COUNT = 0x9  # NVML_COMPUTE_INSTANCE_PROFILE_COUNT
+COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0  # NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED
 MIG_ENABLED = 1  # NVML_DEVICE_MIG_ENABLE
+PROC_ROOT = Path("/proc")
+_MAX_GPU_INSTANCES = 16  # per profile, more than any GPU has (A100/H100/B200: 7)
+_MAX_COMPUTE_INSTANCES = 8  # per GPU instance
 _PCIE_ROOT = re.compile(r"^pci[0-9a-f]{4}:[0-9a-f]{2}$")
 
 # (capacity name on devices, counter name in the counter set, NVML profile-info field).
@@ -156,7 +168,93 @@ class Nvml(Protocol):
         `uuid`, `gpuInstanceId`, `profileId`, `start`, `size`, `memory` {total, free, used}."""
         ...
 
+    # MIG instances (`kubedra.driver.mig`). NVML's GPU- and compute-instance handles are
+    # named here by their IDs: `gpu_instance_id` as nvmlGpuInstanceGetInfo answers it,
+    # `compute_instance_id` as nvmlComputeInstanceGetInfo does.
+    def nvmlDeviceGetGpuInstances(self, index: int, profile_id: int) -> list[dict[str, Any]]:
+        """The GPU instances of profile `profile_id` on GPU `index`, each as
+        nvmlGpuInstanceGetInfo answers: `id`, `profileId`, `placement` {start, size}."""
+        ...
+
+    def nvmlDeviceCreateGpuInstanceWithPlacement(
+        self, index: int, profile_id: int, start: int, size: int
+    ) -> dict[str, Any]:
+        """A new GPU instance at placement {start, size}; its nvmlGpuInstanceGetInfo."""
+        ...
+
+    def nvmlGpuInstanceDestroy(self, index: int, gpu_instance_id: int) -> None: ...
+    def nvmlGpuInstanceGetComputeInstanceProfileInfo(
+        self, index: int, gpu_instance_id: int, profile: int, eng_profile: int
+    ) -> dict[str, Any]:
+        """Compute-instance profile `profile` (an NVML_COMPUTE_INSTANCE_PROFILE_* index) of
+        the GPU instance: `id`, `sliceCount`, `instanceCount`, `multiprocessorCount`, ..."""
+        ...
+
+    def nvmlGpuInstanceCreateComputeInstance(
+        self, index: int, gpu_instance_id: int, profile_id: int
+    ) -> dict[str, Any]:
+        """A new compute instance; its nvmlComputeInstanceGetInfo: `id`, `profileId`,
+        `placement` {start, size}."""
+        ...
+
+    def nvmlGpuInstanceGetComputeInstances(
+        self, index: int, gpu_instance_id: int, profile_id: int
+    ) -> list[dict[str, Any]]: ...
+    def nvmlComputeInstanceDestroy(
+        self, index: int, gpu_instance_id: int, compute_instance_id: int
+    ) -> None: ...
+    def nvmlDeviceGetMaxMigDeviceCount(self, index: int) -> int: ...
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, index: int, mig_index: int) -> dict[str, Any]:
+        """The MIG device (a compute instance) at `mig_index` of GPU `index`, not as a handle
+        but as what the driver reads from one: `uuid` (nvmlDeviceGetUUID), `gpuInstanceId`
+        (nvmlDeviceGetGpuInstanceId), `computeInstanceId` (nvmlDeviceGetComputeInstanceId);
+        NVML_ERROR_NOT_FOUND where there is none."""
+        ...
+
+    def mig_capability_minor(
+        self, gpu_minor: int, gpu_instance_id: int, compute_instance_id: int | None
+    ) -> int | None:
+        """The minor of /dev/nvidia-caps/nvidia-cap<N> that gives access to a GPU instance
+        (`compute_instance_id` None) or to a compute instance in it (not NVML: the NVIDIA
+        driver's capability files under /proc, `mig_capability_minor` below)."""
+        ...
+
+    def nvidia_caps_major(self) -> int | None:
+        """The character major of the nvidia-caps devices (/proc/devices), None if unknown."""
+        ...
+
     def shutdown(self) -> None: ...
+
+
+def mig_capability_minor(
+    gpu_minor: int,
+    gpu_instance_id: int,
+    compute_instance_id: int | None = None,
+    proc: Path = PROC_ROOT,
+) -> int | None:
+    """The device-file minor the NVIDIA driver gives a MIG access capability. The driver
+    exposes one capability file per GPU instance and per compute instance under
+    /proc/driver/nvidia/capabilities/gpu<minor>/mig/gi<id>[/ci<id>]/access, whose
+    `DeviceFileMinor` line names the /dev/nvidia-caps/nvidia-cap<N> node that grants it."""
+    path = proc / "driver" / "nvidia" / "capabilities" / f"gpu{gpu_minor}" / "mig"
+    path = path / f"gi{gpu_instance_id}"
+    if compute_instance_id is not None:
+        path = path / f"ci{compute_instance_id}"
+    return _number(path / "access", r"^DeviceFileMinor:\s*(\d+)\s*$")
+
+
+def nvidia_caps_major(proc: Path = PROC_ROOT) -> int | None:
+    """The major of `nvidia-caps` in /proc/devices (given out when the module loads)."""
+    return _number(proc / "devices", r"^\s*(\d+)\s+nvidia-caps\s*$")
+
+
+def _number(path: Path, pattern: str) -> int | None:
+    """The number `pattern` (one group, one line) finds in a file; None if none or no file."""
+    try:
+        found = re.search(pattern, path.read_text(), re.MULTILINE)
+    except OSError:
+        return None
+    return int(found.group(1)) if found else None
 
 
 # --- the real thing ------------------------------------------------------------------------
@@ -370,6 +468,121 @@ class PynvmlApi:
             }
         return [out[gi] for gi in sorted(out)]
 
+    def _gpu_instance(self, index: int, gpu_instance_id: int) -> Any:
+        return self._call("nvmlDeviceGetGpuInstanceById", self._handle(index), gpu_instance_id)
+
+    def _compute_instance(self, index: int, gpu_instance_id: int, compute_instance_id: int) -> Any:
+        return self._call(
+            "nvmlGpuInstanceGetComputeInstanceById",
+            self._gpu_instance(index, gpu_instance_id),
+            compute_instance_id,
+        )
+
+    def _gpu_instance_info(self, gpu_instance: Any) -> dict[str, Any]:
+        info = self._call("nvmlGpuInstanceGetInfo", gpu_instance)
+        return {
+            "id": int(info.id),
+            "profileId": int(info.profileId),
+            "placement": {"start": int(info.placement.start), "size": int(info.placement.size)},
+        }
+
+    def _compute_instance_info(self, compute_instance: Any) -> dict[str, Any]:
+        info = self._call("nvmlComputeInstanceGetInfo", compute_instance)
+        return {
+            "id": int(info.id),
+            "profileId": int(info.profileId),
+            "placement": {"start": int(info.placement.start), "size": int(info.placement.size)},
+        }
+
+    def nvmlDeviceGetGpuInstances(self, index: int, profile_id: int) -> list[dict[str, Any]]:
+        count = ctypes.c_uint(0)
+        found = (self._nvml.c_nvmlGpuInstance_t * _MAX_GPU_INSTANCES)()
+        self._call(
+            "nvmlDeviceGetGpuInstances",
+            self._handle(index),
+            profile_id,
+            found,
+            ctypes.byref(count),
+        )
+        return [self._gpu_instance_info(found[i]) for i in range(count.value)]
+
+    def nvmlDeviceCreateGpuInstanceWithPlacement(
+        self, index: int, profile_id: int, start: int, size: int
+    ) -> dict[str, Any]:
+        placement = self._nvml.c_nvmlGpuInstancePlacement_t(start, size)
+        created = self._call(
+            "nvmlDeviceCreateGpuInstanceWithPlacement",
+            self._handle(index),
+            profile_id,
+            ctypes.byref(placement),
+        )
+        return self._gpu_instance_info(created)
+
+    def nvmlGpuInstanceDestroy(self, index: int, gpu_instance_id: int) -> None:
+        self._call("nvmlGpuInstanceDestroy", self._gpu_instance(index, gpu_instance_id))
+
+    def nvmlGpuInstanceGetComputeInstanceProfileInfo(
+        self, index: int, gpu_instance_id: int, profile: int, eng_profile: int
+    ) -> dict[str, Any]:
+        info = self._call(
+            "nvmlGpuInstanceGetComputeInstanceProfileInfo",
+            self._gpu_instance(index, gpu_instance_id),
+            profile,
+            eng_profile,
+        )
+        return _struct_dict(info)
+
+    def nvmlGpuInstanceCreateComputeInstance(
+        self, index: int, gpu_instance_id: int, profile_id: int
+    ) -> dict[str, Any]:
+        created = self._call(
+            "nvmlGpuInstanceCreateComputeInstance",
+            self._gpu_instance(index, gpu_instance_id),
+            profile_id,
+        )
+        return self._compute_instance_info(created)
+
+    def nvmlGpuInstanceGetComputeInstances(
+        self, index: int, gpu_instance_id: int, profile_id: int
+    ) -> list[dict[str, Any]]:
+        count = ctypes.c_uint(0)
+        found = (self._nvml.c_nvmlComputeInstance_t * _MAX_COMPUTE_INSTANCES)()
+        self._call(
+            "nvmlGpuInstanceGetComputeInstances",
+            self._gpu_instance(index, gpu_instance_id),
+            profile_id,
+            found,
+            ctypes.byref(count),
+        )
+        return [self._compute_instance_info(found[i]) for i in range(count.value)]
+
+    def nvmlComputeInstanceDestroy(
+        self, index: int, gpu_instance_id: int, compute_instance_id: int
+    ) -> None:
+        self._call(
+            "nvmlComputeInstanceDestroy",
+            self._compute_instance(index, gpu_instance_id, compute_instance_id),
+        )
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, index: int) -> int:
+        return int(self._call("nvmlDeviceGetMaxMigDeviceCount", self._handle(index)))
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, index: int, mig_index: int) -> dict[str, Any]:
+        mig = self._call("nvmlDeviceGetMigDeviceHandleByIndex", self._handle(index), mig_index)
+        return {
+            "uuid": str(self._call("nvmlDeviceGetUUID", mig)),
+            "gpuInstanceId": int(self._call("nvmlDeviceGetGpuInstanceId", mig)),
+            "computeInstanceId": int(self._call("nvmlDeviceGetComputeInstanceId", mig)),
+        }
+
+    def mig_capability_minor(
+        self, gpu_minor: int, gpu_instance_id: int, compute_instance_id: int | None
+    ) -> int | None:
+        return mig_capability_minor(gpu_minor, gpu_instance_id, compute_instance_id)
+
+    def nvidia_caps_major(self) -> int | None:
+        return nvidia_caps_major()
+
     def shutdown(self) -> None:
         with contextlib.suppress(self._nvml.NVMLError):
             self._nvml.nvmlShutdown()
@@ -535,6 +748,71 @@ class SnapshotNvml:
 
     def mig_devices(self, index: int) -> list[dict[str, Any]]:
         return [dict(d) for d in self._dev("mig_devices", index)]
+
+    # MIG instances: those `mig_devices` records (one compute instance, ID 0, each); a
+    # snapshot is read-only, so creating or destroying one is not supported.
+    def nvmlDeviceGetGpuInstances(self, index: int, profile_id: int) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": int(d["gpuInstanceId"]),
+                "profileId": int(d["profileId"]),
+                "placement": {"start": int(d["start"]), "size": int(d["size"])},
+            }
+            for d in self._dev("mig_devices", index)
+            if int(d["profileId"]) == profile_id
+        ]
+
+    def nvmlDeviceCreateGpuInstanceWithPlacement(
+        self, index: int, profile_id: int, start: int, size: int
+    ) -> dict[str, Any]:
+        raise NvmlCallError("nvmlDeviceCreateGpuInstanceWithPlacement", "NVML_ERROR_NOT_SUPPORTED")
+
+    def nvmlGpuInstanceDestroy(self, index: int, gpu_instance_id: int) -> None:
+        raise NvmlCallError("nvmlGpuInstanceDestroy", "NVML_ERROR_NOT_SUPPORTED")
+
+    def nvmlGpuInstanceGetComputeInstanceProfileInfo(
+        self, index: int, gpu_instance_id: int, profile: int, eng_profile: int
+    ) -> dict[str, Any]:
+        function = "nvmlGpuInstanceGetComputeInstanceProfileInfo"
+        raise NvmlCallError(function, "NVML_ERROR_NOT_SUPPORTED")
+
+    def nvmlGpuInstanceCreateComputeInstance(
+        self, index: int, gpu_instance_id: int, profile_id: int
+    ) -> dict[str, Any]:
+        raise NvmlCallError("nvmlGpuInstanceCreateComputeInstance", "NVML_ERROR_NOT_SUPPORTED")
+
+    def nvmlGpuInstanceGetComputeInstances(
+        self, index: int, gpu_instance_id: int, profile_id: int
+    ) -> list[dict[str, Any]]:
+        raise NvmlCallError("nvmlGpuInstanceGetComputeInstances", "NVML_ERROR_NOT_SUPPORTED")
+
+    def nvmlComputeInstanceDestroy(
+        self, index: int, gpu_instance_id: int, compute_instance_id: int
+    ) -> None:
+        raise NvmlCallError("nvmlComputeInstanceDestroy", "NVML_ERROR_NOT_SUPPORTED")
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, index: int) -> int:
+        self._dev("mig_devices", index)
+        return 7
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, index: int, mig_index: int) -> dict[str, Any]:
+        devices = self._dev("mig_devices", index)
+        if not 0 <= mig_index < len(devices):
+            raise NvmlCallError("nvmlDeviceGetMigDeviceHandleByIndex", "NVML_ERROR_NOT_FOUND")
+        found = devices[mig_index]
+        return {
+            "uuid": str(found["uuid"]),
+            "gpuInstanceId": int(found["gpuInstanceId"]),
+            "computeInstanceId": 0,
+        }
+
+    def mig_capability_minor(
+        self, gpu_minor: int, gpu_instance_id: int, compute_instance_id: int | None
+    ) -> int | None:
+        return None
+
+    def nvidia_caps_major(self) -> int | None:
+        return None
 
     def shutdown(self) -> None:
         pass
@@ -706,10 +984,12 @@ def _mig_devices(
 ) -> tuple[list[Device], CounterSet]:
     """The GPU's MIG profiles and placements as NVML reports them, published through the
     same builder as the simulated catalog (so both model MIG identically)."""
-    return partitioned_gpu(minor, uuid, attributes, common, _mig_geometry(nvml, index))
+    return partitioned_gpu(minor, uuid, attributes, common, mig_geometry(nvml, index))
 
 
-def _mig_geometry(nvml: Nvml, index: int) -> MigGeometry:
+def mig_geometry(nvml: Nvml, index: int) -> MigGeometry:
+    """The MIG profiles and placements of GPU `index` as NVML reports them (the GPU-instance
+    profiles it supports, each with its possible placements)."""
     profiles = []
     for profile in range(GPU_INSTANCE_PROFILE_COUNT):
         info = _optional(nvml.nvmlDeviceGetGpuInstanceProfileInfo, index, profile)
@@ -830,6 +1110,13 @@ def mig_parent(name: str) -> str | None:
     """`gpu-6` for a MIG device `gpu-6-mig-3g40gb-9-4`; None for anything else."""
     found = _MIG_NAME.match(name)
     return found.group(1) if found else None
+
+
+def mig_placement(name: str) -> tuple[str, int, int] | None:
+    """(`gpu-6`, profile ID 9, start 4) for a MIG device `gpu-6-mig-3g40gb-9-4`; None for
+    anything else."""
+    found = _MIG_NAME.match(name)
+    return (found.group(1), int(found.group(2)), int(found.group(3))) if found else None
 
 
 def with_mig_devices(
@@ -1083,6 +1370,10 @@ class NvmlBackend:
     def cdi_host(self) -> CdiHost:
         """The GPUs' nodes are the host's; the driver's libraries come from the host too."""
         return CdiHost(stand_ins=False, mounts=driver_files())
+
+    def mig_nvml(self, driver: str, plugin_dir: Path) -> Nvml | None:
+        """The machine's NVML makes the MIG instances (GPUs not in MIG mode have none)."""
+        return self.nvml if driver == DRIVER else None
 
     def health_report(self, plugin_dir: Path) -> Callable[[], Mapping[str, Sequence[Fault]]]:
         """The GPUs' faults from NVML's queries and events (`NvmlHealth`)."""

@@ -1,6 +1,8 @@
 """The simulated backend: a hardware profile of `kubedra.catalog` (GPUs, RDMA NICs, TPUs).
 
-Its health is the faults `kubedra driver fault` injected; its metrics are deterministic
+A profile with MIG runs the driver's MIG code against a `SimulatedNvml` of its GPUs
+(`mig_nvml`), which keeps the instances made in the plugin directory. Its health is the
+faults `kubedra driver fault` injected; its metrics are deterministic
 figures that follow what prepared claims hold (`SimulatedSampler`): a held device busy, a
 free one idle, so tests and demos see the series move with an allocation and its release.
 """
@@ -15,9 +17,12 @@ from pathlib import Path
 
 from kubedra.api.core import Node
 from kubedra.api.resource import Device
+from kubedra.catalog import nvidia
 from kubedra.catalog import profile as catalog_profile
 from kubedra.catalog.inventory import DriverInventory, stable_uuid
 from kubedra.driver import faults
+from kubedra.driver.backends.nvml import Nvml
+from kubedra.driver.backends.simnvml import STATE_FILE, SimulatedNvml
 from kubedra.driver.cdi import SIMULATED, CdiHost
 from kubedra.driver.devicemetrics import DeviceSample, Sampler
 from kubedra.driver.health import Fault, FaultKind
@@ -42,6 +47,14 @@ class SimulatedBackend:
 
     def cdi_host(self) -> CdiHost:
         return SIMULATED  # no device exists on the host: stand-in nodes, injectable anywhere
+
+    def mig_nvml(self, driver: str, plugin_dir: Path) -> Nvml | None:
+        """A profile with MIG: its GPUs behind a `SimulatedNvml` whose instances live in the
+        plugin directory, so they outlive the driver as real ones do."""
+        gpu = self.profile.gpu
+        if driver != nvidia.DRIVER or not self.profile.mig or gpu is None or gpu.mig is None:
+            return None
+        return SimulatedNvml(self.profile, self.node_name, plugin_dir / STATE_FILE)
 
     def health_report(self, plugin_dir: Path) -> Callable[[], Mapping[str, Sequence[Fault]]]:
         """The faults `kubedra driver fault` injected into this node's devices."""
