@@ -9,7 +9,8 @@ DELETE = object()
 
 
 def mutate(base: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
-    """A deep copy of `base` with the dotted path (`a.b.0.c`) set to value, or deleted."""
+    """A deep copy of `base` with the dotted path (`a.b.0.c`) set to value, or deleted; an
+    index one past a list's end appends."""
     doc = copy.deepcopy(base)
     parts = [int(p) if p.isdigit() else p for p in path.split(".")]
     node: Any = doc
@@ -17,6 +18,8 @@ def mutate(base: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         node = node[part]
     if value is DELETE:
         del node[parts[-1]]
+    elif isinstance(node, list) and parts[-1] == len(node):
+        node.append(value)
     else:
         node[parts[-1]] = value
     return doc
@@ -169,3 +172,64 @@ def pod_doc() -> dict[str, Any]:
             ],
         },
     }
+
+
+# --- scheduling.k8s.io/v1beta1 (Workload, PodGroup) and a pod in a group ------------------
+
+
+def workload_doc() -> dict[str, Any]:
+    """A Workload using every field a 1.37 server with kubedra's gates keeps."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": "trainer", "namespace": "default"},
+        "spec": {
+            "controllerRef": {"apiGroup": "batch", "kind": "Job", "name": "trainer"},
+            "podGroupTemplates": [
+                {
+                    "name": "workers",
+                    "schedulingPolicy": {"gang": {"minCount": 4}},
+                    "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]},
+                    "resourceClaims": [{"name": "fabric", "resourceClaimTemplateName": "fabric"}],
+                    "disruptionMode": {"all": {}},
+                    "priority": 100,
+                },
+                {
+                    "name": "driver",
+                    "schedulingPolicy": {"basic": {}},
+                    "resourceClaims": [{"name": "data", "resourceClaimName": "dataset"}],
+                    "disruptionMode": {"single": {}},
+                    "priority": 100,
+                },
+            ],
+        },
+    }
+
+
+def pod_group_doc() -> dict[str, Any]:
+    """A PodGroup using every field a 1.37 server with kubedra's gates keeps (its priority
+    is left to admission)."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "trainer-workers", "namespace": "default"},
+        "spec": {
+            "workloadRef": {"workloadName": "trainer", "templateName": "workers"},
+            "schedulingPolicy": {"gang": {"minCount": 4}},
+            "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]},
+            "resourceClaims": [
+                {"name": "fabric", "resourceClaimTemplateName": "fabric"},
+                {"name": "data", "resourceClaimName": "dataset"},
+            ],
+            "disruptionMode": {"all": {}},
+        },
+    }
+
+
+def grouped_pod_doc() -> dict[str, Any]:
+    """A pod of the group, sharing the group's `fabric` claim and with a claim of its own."""
+    doc = pod_doc()
+    doc["metadata"]["name"] = "trainer-0"
+    doc["spec"]["schedulingGroup"] = {"podGroupName": "trainer-workers"}
+    doc["spec"]["resourceClaims"].append({"name": "fabric", "resourceClaimTemplateName": "fabric"})
+    return doc

@@ -193,6 +193,8 @@ def test_reapplying_any_example_keeps_every_other_writers_field(store: SqliteSto
 STATUS_BY_KIND = {
     "Pod": {"phase": "Running"},
     "ResourceClaim": {"reservedFor": [{"resource": "pods", "name": "other", "uid": "u-1"}]},
+    "PodGroup": {"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "True",
+                                 "reason": "Scheduled", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
 }
 
 

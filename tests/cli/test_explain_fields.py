@@ -12,7 +12,7 @@ import msgspec.inspect as mi
 import pytest
 
 from kubedra.api.core import Pod
-from kubedra.api.kinds import ALL_KINDS, CONTROL_KINDS
+from kubedra.api.kinds import ALL_KINDS, CONTROL_KINDS, WORKLOAD_KINDS
 from kubedra.api.meta import KubeObject
 from kubedra.api.resource import GROUP, DeviceClaim, DeviceClass, ResourceClaimSpec
 from kubedra.cli.fields import _joined, _struct, attribute_docs, fields_of, type_doc, wrap
@@ -20,7 +20,8 @@ from tests.cli.test_lint import kubedra
 
 RESOURCE_KINDS = [k for k in ALL_KINDS if k.API_GROUP == GROUP]
 DOCUMENTED_KINDS = [*RESOURCE_KINDS, Pod, *(k for k in ALL_KINDS + CONTROL_KINDS
-                                            if k not in RESOURCE_KINDS and k is not Pod)]
+                                            if k not in RESOURCE_KINDS and k is not Pod),
+                    *WORKLOAD_KINDS]
 # How upstream's doc comments go on after the Go field name ("Devices defines ...").
 UPSTREAM_VERBS = (r"(is|are|defines|specifies|contains|describes|indicates|represents|"
                   r"identifies|references|lists|tracks|provides|holds|stores|records|can|must|may)")
@@ -96,6 +97,22 @@ def test_explain_a_leaf_a_core_kind_and_a_kind(tmp_path: Path) -> None:
     assert "FIELD: capacity <map[string]DeviceCapacity>\n" in required
     assert "  value\t<Quantity> -required-\n" in required
     assert "  requestPolicy\t<CapacityRequestPolicy>\n" in required
+
+
+def test_explain_a_scheduling_kind(tmp_path: Path) -> None:
+    header, _, fields = _sections(kubedra("explain", "podgroup.spec").stdout)
+    assert header == ["GROUP:      scheduling.k8s.io", "KIND:       PodGroup", "VERSION:    v1beta1", "",
+                      "FIELD: spec <PodGroupSpec>", "", ""]
+    entries = _entries(fields)
+    assert entries["schedulingPolicy"][0] == "<PodGroupSchedulingPolicy> -required-"
+    assert entries["resourceClaims"][0] == "<[]PodGroupResourceClaim>"
+    assert "reservedFor" in _unwrapped(entries["resourceClaims"][1])
+    pod = kubedra("explain", "pod.spec.schedulingGroup").stdout
+    assert "FIELD: schedulingGroup <PodSchedulingGroup>" in pod and "podGroupName\t<string>" in pod
+    # a template that contains itself: --recursive walks it once
+    tree = kubedra("explain", "workload.spec", "--recursive").stdout.splitlines()
+    assert "  compositePodGroupTemplates\t<[]CompositePodGroupTemplate>" in tree
+    assert tree.count("    compositePodGroupTemplates\t<[]CompositePodGroupTemplate>") == 1
 
 
 def test_explain_recursive_lists_the_tree(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
-"""kubedra's resource.k8s.io models against k8s.io/api's Go types, field by field.
+"""kubedra's resource.k8s.io and scheduling.k8s.io models against k8s.io/api's Go types,
+field by field.
 
 The oracle describes the JSON shape of each kind from the Go types of the pinned k8s.io/api
-(`resource/v1`, and `v1beta2` for DeviceTaintRule); the same description is derived from
+(`resource/v1`, `v1beta2` for DeviceTaintRule, `scheduling/v1beta1` for Workload and
+PodGroup); the same description is derived from
 kubedra's msgspec models. Every field upstream has must be modelled with the same JSON
 shape, and kubedra must have no field upstream lacks.
 """
@@ -24,6 +26,7 @@ from kubedra.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from kubedra.api.scheduling import PodGroup, Workload
 from tests.conformance.oracle import Oracle
 
 KINDS: dict[str, type[KubeObject]] = {
@@ -33,13 +36,16 @@ KINDS: dict[str, type[KubeObject]] = {
     "v1/ResourceSlice": ResourceSlice,
     "v1/DeviceTaintRule": DeviceTaintRule,
     "v1beta2/DeviceTaintRule": DeviceTaintRule,
+    "scheduling/v1beta1/Workload": Workload,
+    "scheduling/v1beta1/PodGroup": PodGroup,
 }
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", bool: "boolean", Quantity: "quantity",
                             Any: "any"}  # fmt: skip
 
 
-def shape(tp: Any) -> Any:
-    """The JSON shape of a model type, in the oracle's notation."""
+def shape(tp: Any, outer: frozenset[type] = frozenset()) -> Any:
+    """The JSON shape of a model type, in the oracle's notation (a model inside itself is
+    `{"recursive": name}`, as the oracle writes it)."""
     if tp in _SCALARS:
         return _SCALARS[tp]
     if tp is ObjectMeta:
@@ -47,14 +53,16 @@ def shape(tp: Any) -> Any:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         (inner,) = [a for a in args if a is not type(None)]
-        return shape(inner)
+        return shape(inner, outer)
     if origin is tuple:
-        return {"list": shape(args[0])}
+        return {"list": shape(args[0], outer)}
     if origin is dict:
-        return {"map": shape(args[1])}
+        return {"map": shape(args[1], outer)}
+    if isinstance(tp, type) and tp in outer:
+        return {"recursive": tp.__name__}
     if isinstance(tp, type) and issubclass(tp, Model):
         return {"object": {
-            f.encode_name: shape(f.type)
+            f.encode_name: shape(f.type, outer | {tp})
             for f in msgspec.structs.fields(tp)
             if f.encode_name != "x-kubedra-unknown-fields"
         }}  # fmt: skip

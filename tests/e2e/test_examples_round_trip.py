@@ -4,27 +4,39 @@ kubectl apply -> kubedra reads, and kubedra apply -> kubectl reads: each object 
 decodes it (dumped back to kubectl's JSON) equals what kubectl prints, managed fields
 included, so nothing the server holds is lost or invented on the way through kubedra's
 models. The seed goes through `kubedra convert` first (its bare CEL lookup and v1beta1-style
-request are kubedra's lenient forms, which the API server refuses).
+request are kubedra's lenient forms, which the API server refuses). The cluster serves
+scheduling.k8s.io/v1beta1 with kubedra's gates, for examples/gang-training.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubedra.api.codec import to_dict
+from kubedra.api.gates import WORKLOAD_FEATURE_GATES
 from kubedra.api.loader import load_text
 from kubedra.api.meta import KubeObject
 from kubedra.cluster.kubernetes import RESOURCES, KubeStore
+from kubedra.devcluster.binaries import Binaries
 from kubedra.devcluster.harness import DevCluster
 from tests.conftest import REPO
 from tests.e2e.conftest import run_kubedra
 
 EXAMPLES = sorted(p for p in (REPO / "examples").iterdir() if p.is_dir())
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, control_plane: Binaries) -> Iterator[DevCluster]:
+    """conftest's cluster, also serving Workloads and PodGroups (the gang example's kinds)."""
+    folder = tmp_path_factory.mktemp("cluster")
+    with DevCluster(folder, kube_scheduler=True, feature_gates=WORKLOAD_FEATURE_GATES) as running:
+        yield running
 
 
 def manifests(cluster: DevCluster, example: Path) -> str:

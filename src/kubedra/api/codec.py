@@ -108,18 +108,25 @@ class _Each:
 def _free_form(tp: Any) -> Any:
     """The plan of where free-form values sit inside a type (types nest a few levels):
     for a model, (attribute, wire name, plan) of each field that holds some."""
+    return _plan(tp, frozenset())
+
+
+def _plan(tp: Any, outer: frozenset[type]) -> Any:
+    """`_free_form` of a type met inside the models `outer` (a model that contains
+    itself, as a composite pod group template does, is walked once)."""
     tp = _unwrap_optional(tp)
     if tp is Any:
         return _ANY
     origin = typing.get_origin(tp)
     if origin in (tuple, dict):
-        inner = _free_form(typing.get_args(tp)[-1 if origin is dict else 0])
+        inner = _plan(typing.get_args(tp)[-1 if origin is dict else 0], outer)
         return _Each(inner) if inner is not None else None
-    if isinstance(tp, type) and issubclass(tp, Model):
+    if isinstance(tp, type) and issubclass(tp, Model) and tp not in outer:
         fields = tuple(
             (f.name, f.encode_name, plan)
             for f in msgspec.structs.fields(tp)
-            if f.encode_name != UNKNOWN_FIELDS_KEY and (plan := _free_form(f.type)) is not None
+            if f.encode_name != UNKNOWN_FIELDS_KEY
+            and (plan := _plan(f.type, outer | {tp})) is not None
         )
         return fields or None
     return None

@@ -174,7 +174,18 @@ class PodResourceClaim(Model):
     resource_claim_template_name: str | None = None
     """A ResourceClaimTemplate in the pod's namespace; a claim is created from it for this
     pod alone and deleted with the pod. The generated name is recorded in
-    `status.resourceClaimStatuses`."""
+    `status.resourceClaimStatuses`. In a PodGroup whose `spec.resourceClaims` has an
+    identical entry (same name and template), the pod uses the group's one claim instead
+    (DRAWorkloadResourceClaims)."""
+
+
+class PodSchedulingGroup(Model):
+    """The runtime group a pod belongs to (GenericWorkload, beta); exactly one way of
+    naming it, today only `podGroupName`."""
+
+    pod_group_name: str | None = None
+    """The PodGroup (in the pod's namespace) whose scheduling policy applies to this pod,
+    a DNS subdomain. The group need not exist yet: the pod then waits for it."""
 
 
 class PodSpec(Model):
@@ -210,6 +221,9 @@ class PodSpec(Model):
     priority_class_name: str | None = None
     """The PriorityClass that gives the pod its priority; empty means the cluster default
     (or zero if there is none)."""
+    scheduling_group: PodSchedulingGroup | None = None
+    """The PodGroup the pod is scheduled with (basic or gang, with the group's topology
+    and shared claims). Unset: the pod is scheduled on its own. Cannot be changed."""
 
 
 class PodCondition(Model):
@@ -237,9 +251,9 @@ class PodResourceClaimStatus(Model):
     name: str
     """The entry of `spec.resourceClaims` (by name) that this status belongs to."""
     resource_claim_name: str | None = None
-    """The name of the ResourceClaim generated for the pod from the entry's template.
-    Empty if the template entry turned out to need no claim; the pod then runs without
-    it."""
+    """The name of the ResourceClaim generated for the pod from the entry's template (or,
+    for an entry matching one of its PodGroup's claims, the group's claim). Empty if the
+    template entry turned out to need no claim; the pod then runs without it."""
 
 
 class ContainerExtendedResourceRequest(Model):

@@ -5,8 +5,9 @@ Upstream fills these when it decodes a request (the v1 defaulting functions and 
 `+default` tags of the types): a request without `allocationMode` means `ExactCount`, an
 exact request without `count` (or with 0, which JSON cannot tell from unset) asks for one
 device, a toleration without `operator` means `Equal`, and a taint without `timeAdded` was
-added now. `adminAccess` has no default: absent stays absent. Everything else a manifest
-leaves out stays out, as upstream leaves it.
+added now. `adminAccess` has no default: absent stays absent. A PodGroup without
+`disruptionMode` gets `single` (scheduling.k8s.io/v1beta1's only default). Everything else
+a manifest leaves out stays out, as upstream leaves it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from kubedra.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from kubedra.api.scheduling import DisruptionMode, PodGroup, SingleDisruptionMode
 
 T = TypeVar("T", bound=KubeObject)
 R = TypeVar("R", ExactDeviceRequest, DeviceSubRequest)
@@ -53,6 +55,11 @@ def with_defaults(obj: T, now: str) -> T:
     if isinstance(obj, DeviceTaintRule):
         rule = msgspec.structs.replace(obj.spec, taint=_taint(obj.spec.taint, now))
         return msgspec.structs.replace(obj, spec=rule)
+    if isinstance(obj, PodGroup) and obj.spec.disruption_mode is None:
+        single = DisruptionMode(single=SingleDisruptionMode())
+        return msgspec.structs.replace(
+            obj, spec=msgspec.structs.replace(obj.spec, disruption_mode=single)
+        )
     return obj
 
 

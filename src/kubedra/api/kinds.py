@@ -18,6 +18,7 @@ from kubedra.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from kubedra.api.scheduling import PodGroup, Workload
 
 KubeObjectT = TypeVar("KubeObjectT", bound=KubeObject)
 
@@ -36,7 +37,15 @@ ALL_KINDS: tuple[type[KubeObject], ...] = (
 # served like the others, left out of ALL_KINDS (what views, mirrors and dumps cover).
 CONTROL_KINDS: tuple[type[KubeObject], ...] = (Lease,)
 
-BY_KIND: dict[str, type[KubeObject]] = {cls.KIND: cls for cls in ALL_KINDS + CONTROL_KINDS}
+# scheduling.k8s.io/v1beta1 (workload-aware scheduling): a real cluster serves them only
+# with the GenericWorkload gate on and the API version enabled (`kubedra dev-cluster up
+# --feature-gates GenericWorkload=true,...` does both), so they stay out of ALL_KINDS,
+# which every watch and mirror of a cluster covers; asked for by name they work everywhere.
+WORKLOAD_KINDS: tuple[type[KubeObject], ...] = (Workload, PodGroup)
+
+BY_KIND: dict[str, type[KubeObject]] = {
+    cls.KIND: cls for cls in ALL_KINDS + WORKLOAD_KINDS + CONTROL_KINDS
+}
 
 # Older resource.k8s.io versions that the codec upgrades to v1 (with a warning). v1beta2 has
 # the v1 shape; v1beta1 has flat requests and a `basic` wrapper around devices.
@@ -73,12 +82,18 @@ SHORT_NAMES: dict[str, str] = {
     "namespaces": "Namespace",
     "lease": "Lease",
     "leases": "Lease",
+    "pg": "PodGroup",
+    "podgroup": "PodGroup",
+    "podgroups": "PodGroup",
+    "workload": "Workload",
+    "workloads": "Workload",
 }
 
 
 def api_version_of(cls: type[KubeObject]) -> str:
-    """The apiVersion kubedra stores a kind under."""
-    return f"{cls.API_GROUP}/v1" if cls.API_GROUP else "v1"
+    """The apiVersion kubedra stores a kind under (`resource.k8s.io/v1`, `v1`,
+    `scheduling.k8s.io/v1beta1`)."""
+    return f"{cls.API_GROUP}/{cls.API_VERSION}" if cls.API_GROUP else cls.API_VERSION
 
 
 def resolve_kind(name: str) -> type[KubeObject]:

@@ -1,7 +1,9 @@
 """Which lists of each kind strategic merge patch merges item by item, and by which key.
 
-These are upstream's `patchStrategy:"merge"` / `patchMergeKey` tags in k8s.io/api (core/v1
-and meta/v1; resource.k8s.io/v1 tags only status lists). A list not named here is atomic:
+These are upstream's `patchStrategy:"merge"` / `patchMergeKey` tags in k8s.io/api
+(core/v1, meta/v1 and scheduling/v1beta1; resource.k8s.io/v1 tags only status lists; a
+Workload's template list has no tag, so it is atomic and the tags inside its items never
+apply). A list not named here is atomic:
 apply replaces it whole, as kubectl does. Status lists are left out on purpose: apply never
 writes status (it is the `/status` subresource's).
 """
@@ -46,6 +48,7 @@ _POD: dict[Path, MergeList] = {
 _BY_KIND: dict[str, dict[Path, MergeList]] = {
     "Pod": {**_METADATA, **_POD},
     "Node": {**_METADATA, ("spec", "podCIDRs"): MergeList()},
+    "PodGroup": {**_METADATA, ("spec", "resourceClaims"): MergeList("name", retain_keys=True)},
 }
 
 

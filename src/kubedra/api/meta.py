@@ -150,13 +150,15 @@ class KubeObject(Model):
     """A top-level API object: apiVersion, kind, metadata, and the fields kept aside."""
 
     API_GROUP: ClassVar[str] = ""
+    API_VERSION: ClassVar[str] = "v1"  # the version kubedra stores and serves the kind as
     KIND: ClassVar[str] = ""
     NAMESPACED: ClassVar[bool] = True
 
     api_version: str = ""
-    """The API group and version the object is written in: `resource.k8s.io/v1`, or `v1`
-    for core kinds. kubedra also reads resource.k8s.io v1beta1 and v1beta2 and converts
-    them to v1 (a DeviceTaintRule keeps the version it was written in)."""
+    """The API group and version the object is written in: `resource.k8s.io/v1`,
+    `scheduling.k8s.io/v1beta1` (Workload, PodGroup), or `v1` for core kinds. kubedra also
+    reads resource.k8s.io v1beta1 and v1beta2 and converts them to v1 (a DeviceTaintRule
+    keeps the version it was written in)."""
     kind: str = ""
     """The object's type in CamelCase (`ResourceClaim`, `Pod`); together with apiVersion
     it says which schema the rest of the document follows."""

@@ -14,6 +14,7 @@ from kubedra.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from kubedra.api.scheduling import DISRUPTION_TARGET, INITIALLY_SCHEDULED, PodGroup, Workload
 from kubedra.cli.output import age
 
 Column = tuple[str, Callable[[KubeObject], str]]
@@ -82,6 +83,48 @@ def _slice(fn: Callable[[ResourceSlice], object]) -> Callable[[KubeObject], str]
     return get
 
 
+def pod_group_policy(obj: KubeObject) -> str:
+    assert isinstance(obj, PodGroup)
+    return "Gang" if obj.spec.scheduling_policy.gang is not None else "Basic"
+
+
+def pod_group_state(obj: KubeObject) -> str:
+    """kubectl's STATUS of a PodGroup: Pending until the scheduler reports on it, then
+    Scheduled or Unschedulable, or the reason of a DisruptionTarget condition."""
+    assert isinstance(obj, PodGroup)
+    found = {c.type: c for c in (obj.status.conditions if obj.status else ())}
+    state = "Pending"
+    if INITIALLY_SCHEDULED in found:
+        state = "Scheduled" if found[INITIALLY_SCHEDULED].status == "True" else "Unschedulable"
+    if DISRUPTION_TARGET in found:
+        state = found[DISRUPTION_TARGET].reason or ""
+    return state
+
+
+def _pod_group_workload(obj: KubeObject) -> str:
+    assert isinstance(obj, PodGroup)
+    ref = obj.spec.workload_ref
+    return ref.workload_name if ref is not None else "<none>"
+
+
+def _pod_group_min(obj: KubeObject) -> str:
+    assert isinstance(obj, PodGroup)
+    gang = obj.spec.scheduling_policy.gang
+    return str(gang.min_count) if gang is not None else "<none>"
+
+
+def _pod_group_topology(obj: KubeObject) -> str:
+    assert isinstance(obj, PodGroup)
+    constraints = obj.spec.scheduling_constraints
+    keys = [t.key for t in constraints.topology] if constraints is not None else []
+    return ",".join(keys) or "<none>"
+
+
+def _workload_templates(obj: KubeObject) -> str:
+    assert isinstance(obj, Workload)
+    return ",".join(t.name for t in obj.spec.pod_group_templates) or "<none>"
+
+
 def _age(obj: KubeObject) -> str:
     return age(obj.metadata.creation_timestamp)
 
@@ -113,4 +156,15 @@ COLUMNS: dict[type[KubeObject], tuple[list[Column], list[Column]]] = {
     ),
     Node: ([("STATUS", lambda o: "Ready"), ("AGE", _age)], []),
     Namespace: ([("STATUS", lambda o: "Active"), ("AGE", _age)], []),
+    # kubectl's columns for these kinds (NAME, AGE; NAME, POLICY, WORKLOAD, STATUS, AGE)
+    Workload: ([("AGE", _age)], [("TEMPLATES", _workload_templates)]),
+    PodGroup: (
+        [
+            ("POLICY", pod_group_policy),
+            ("WORKLOAD", _pod_group_workload),
+            ("STATUS", pod_group_state),
+            ("AGE", _age),
+        ],
+        [("MIN", _pod_group_min), ("TOPOLOGY", _pod_group_topology)],
+    ),
 }

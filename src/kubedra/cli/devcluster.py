@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from kubedra.api.gates import WORKLOAD_FEATURE_GATES
 from kubedra.cli.cluster import NODE_PROFILES, create_nodes, parse_counts
 from kubedra.cli.context import fails_cleanly
 from kubedra.devcluster import binaries as bins
@@ -50,7 +51,18 @@ def build(force: bool) -> None:
 @click.option("--kube-scheduler", is_flag=True, help="Also run upstream's kube-scheduler.")
 @click.option("--nodes", default=1, show_default=True, help="Plain kubelet-less CPU nodes.")
 @NODE_PROFILES
-@click.option("--feature-gates", default="", help="Passed to every component, e.g. A=true,B=false.")
+@click.option(
+    "--feature-gates",
+    default="",
+    help="Passed to every component, e.g. A=true,B=false; `workloads` stands for the gates "
+    f"of the scheduling.k8s.io/v1beta1 kinds ({WORKLOAD_FEATURE_GATES}), which also serves "
+    "that API version.",
+)
+@click.option(
+    "--runtime-config",
+    default="",
+    help="Passed to kube-apiserver's --runtime-config (GROUP/VERSION=true,...).",
+)
 @click.option(
     "--real-node",
     is_flag=True,
@@ -64,13 +76,15 @@ def up(
     nodes: int,
     node_profiles: tuple[str, ...],
     feature_gates: str,
+    runtime_config: str,
     real_node: bool,
 ) -> None:
     """Start a cluster in the background; the last line printed is its kubeconfig."""
     cluster = DevCluster(
         folder or default_folder(),
         kube_scheduler=kube_scheduler,
-        feature_gates=feature_gates,
+        feature_gates=expand_gates(feature_gates),
+        runtime_config=runtime_config,
         detach=True,
         real_node=real_node,
     )
@@ -95,6 +109,12 @@ def up(
         err=True,
     )
     click.echo(state.kubeconfig)
+
+
+def expand_gates(text: str) -> str:
+    """The `--feature-gates` value with the `workloads` shorthand spelled out."""
+    items = [i.strip() for i in text.split(",") if i.strip()]
+    return ",".join(WORKLOAD_FEATURE_GATES if i == "workloads" else i for i in items)
 
 
 @dev_cluster.command("env")

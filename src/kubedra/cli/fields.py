@@ -35,6 +35,8 @@ REQUIRED: frozenset[tuple[str, str]] = frozenset(
         "AllocatedDeviceStatus": ("device", "driver", "pool"),
         "CELDeviceSelector": ("expression",),
         "CapacityRequestPolicyRange": ("min",),
+        "CompositeGangSchedulingPolicy": ("minGroupCount",),
+        "CompositePodGroupTemplate": ("name", "schedulingPolicy"),
         "Condition": ("lastTransitionTime", "message", "reason", "status", "type"),
         "Container": ("name",),
         "ContainerExtendedResourceRequest": ("containerName", "requestName", "resourceName"),
@@ -52,6 +54,7 @@ REQUIRED: frozenset[tuple[str, str]] = frozenset(
         "DeviceTaintRule": ("spec",),
         "DeviceTaintRuleSpec": ("taint",),
         "ExactDeviceRequest": ("deviceClassName",),
+        "GangSchedulingPolicy": ("minCount",),
         "NodeCondition": ("status", "type"),
         "NodeSelector": ("nodeSelectorTerms",),
         "NodeSelectorRequirement": ("key", "operator"),
@@ -59,6 +62,11 @@ REQUIRED: frozenset[tuple[str, str]] = frozenset(
         "OwnerReference": ("apiVersion", "kind", "name", "uid"),
         "PodCondition": ("status", "type"),
         "PodExtendedResourceClaimStatus": ("requestMappings", "resourceClaimName"),
+        "PodGroup": ("spec",),
+        "PodGroupResourceClaim": ("name",),
+        "PodGroupResourceClaimStatus": ("name",),
+        "PodGroupSpec": ("schedulingPolicy",),
+        "PodGroupTemplate": ("name", "schedulingPolicy"),
         "PodResourceClaim": ("name",),
         "PodResourceClaimStatus": ("name",),
         "PodSpec": ("containers",),
@@ -69,6 +77,10 @@ REQUIRED: frozenset[tuple[str, str]] = frozenset(
         "ResourceSlice": ("spec",),
         "ResourceSliceSpec": ("driver", "pool"),
         "Taint": ("effect", "key"),
+        "TopologyConstraint": ("key",),
+        "TypedLocalObjectReference": ("kind", "name"),
+        "Workload": ("spec",),
+        "WorkloadReference": ("templateName", "workloadName"),
     }.items()
     for field in fields
 )
@@ -115,7 +127,7 @@ def explain_fields(cls: type[KubeObject], path: list[str], recursive: bool = Fal
 
 def _header(cls: type[KubeObject]) -> str:
     group = f"GROUP:      {cls.API_GROUP}\n" if cls.API_GROUP else ""
-    return f"{group}KIND:       {cls.KIND}\nVERSION:    v1\n\n"
+    return f"{group}KIND:       {cls.KIND}\nVERSION:    {cls.API_VERSION}\n\n"
 
 
 def _field_list(tp: Any, level: int, recursive: bool, seen: frozenset[type] = frozenset()) -> str:

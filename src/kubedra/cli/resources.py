@@ -65,8 +65,8 @@ def resolve(text: str) -> type[KubeObject]:
             cls = resolve_kind(head)
         except KeyError:
             raise KeyError(f'the server doesn\'t have a resource type "{text}"') from None
-        group = cls.API_GROUP
-        if rest.lower() in ({group, f"v1.{group}"} if group else {"v1", ""}):
+        group, version = cls.API_GROUP, cls.API_VERSION
+        if rest.lower() in ({group, f"{version}.{group}"} if group else {version, ""}):
             return cls
         raise KeyError(f'the server doesn\'t have a resource type "{text}"') from None
 

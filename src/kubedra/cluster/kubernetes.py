@@ -37,6 +37,7 @@ from kubedra.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from kubedra.api.scheduling import PodGroup, Workload
 from kubedra.cluster.kubeconfig import ClusterConfig
 from kubedra.cluster.rest import ApiClient, Expired, Request
 from kubedra.cluster.store import DEFAULT_NAMESPACE, EventType, T, WatchEvent
@@ -80,6 +81,9 @@ RESOURCES: dict[type[KubeObject], Resource] = {
     Node: Resource("", "v1", "nodes", False),
     Namespace: Resource("", "v1", "namespaces", False),
     Lease: Resource("coordination.k8s.io", "v1", "leases", True),
+    # served with the GenericWorkload gate and `--runtime-config scheduling.k8s.io/v1beta1`
+    Workload: Resource("scheduling.k8s.io", "v1beta1", "workloads", True),
+    PodGroup: Resource("scheduling.k8s.io", "v1beta1", "podgroups", True),
 }
 assert set(RESOURCES) == set(BY_KIND.values())
 

@@ -28,6 +28,7 @@ from kubedra.api.defaults import with_defaults
 from kubedra.api.kinds import BY_KIND, with_type_meta
 from kubedra.api.meta import KubeObject, ObjectMeta
 from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
+from kubedra.api.scheduling import HIGHEST_USER_PRIORITY, PodGroup
 from kubedra.api.validation import ref_of
 from kubedra.api.validation.meta import unique_owner_references
 from kubedra.api.validation.resource import ADMIN_ACCESS_LABEL
@@ -227,6 +228,7 @@ class SqliteStore:
         with self._write():
             if namespace:
                 self._admit(obj, namespace)
+                obj = _pod_group_priority(obj)
             name = meta.name or self._free_name(obj.KIND, namespace, meta.generate_name or "")
             if self._row(obj.KIND, namespace, name) is not None:
                 raise AlreadyExists(f'{obj.KIND} "{name}" already exists')
@@ -517,6 +519,37 @@ def _admin_access(obj: KubeObject, namespace_labels: dict[str, str]) -> None:
         )
         path = f"spec.devices.requests[{wanted[0]}].adminAccess"
         raise ValidationError([Problem(message, path, ref_of(obj))])
+
+
+# The priority classes every API server has (it creates them at start); kubedra has no
+# PriorityClass kind, so these are the only ones it knows the values of.
+SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000,
+                           "system-node-critical": 2_000_001_000}  # fmt: skip
+
+
+def _pod_group_priority(obj: T) -> T:
+    """The API server's Priority admission of a new PodGroup: its priority is the one of
+    its priority class (0 without one, there being no global default class here), and a
+    different value in the manifest is refused. A class other than the system ones is
+    kept without a priority (kubedra has no PriorityClass objects to resolve it)."""
+    if not isinstance(obj, PodGroup):
+        return obj
+    spec = obj.spec
+    if spec.priority_class_name and spec.priority_class_name not in SYSTEM_PRIORITY_CLASSES:
+        return obj
+    computed = SYSTEM_PRIORITY_CLASSES.get(spec.priority_class_name or "", 0)
+    if spec.priority is not None and spec.priority != computed:
+        message = (
+            f"Forbidden: priority set in the pod group ({spec.priority}) must match the "
+            f"priority computed ({computed}) based on the priority class set in the spec"
+        )
+        raise ValidationError([Problem(message, "spec.priority", ref_of(obj))])
+    if computed > HIGHEST_USER_PRIORITY:  # the server's validation, after admission
+        message = (
+            f"Invalid value: {computed}: must be less than or equal to {HIGHEST_USER_PRIORITY}"
+        )
+        raise ValidationError([Problem(message, "spec.priority", ref_of(obj))])
+    return msgspec.structs.replace(obj, spec=msgspec.structs.replace(spec, priority=computed))
 
 
 def _unchanged(stored: T, merged: T) -> bool:

@@ -4,7 +4,9 @@ updates, so the embedded store holds what a cluster would hold for the same writ
 Upstream (the `PrepareForCreate` / `PrepareForUpdate` of each kind's strategy, and the
 generic `BeforeUpdate`): a client never sets `metadata.generation`; the kinds that track it
 start at 1 and count every change of their spec. A status is the status subresource's: on
-create it starts empty (a claim's `status: {}`, a pod `Pending`), whatever the manifest says.
+create it starts empty (a claim's or pod group's `status: {}`, a pod `Pending`), whatever
+the manifest says. Fields of feature gates that are off are dropped on every write
+(`kubedra.api.gates`), as the server's strategies drop them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from kubedra.api.core import Pod, PodStatus
+from kubedra.api.gates import without_disabled_fields
 from kubedra.api.meta import KubeObject
 from kubedra.api.resource import (
     DeviceClass,
@@ -22,6 +25,7 @@ from kubedra.api.resource import (
     ResourceClaimStatus,
     ResourceSlice,
 )
+from kubedra.api.scheduling import PodGroup, PodGroupStatus
 
 T = TypeVar("T", bound=KubeObject)
 
@@ -37,10 +41,13 @@ def _created_status(obj: KubeObject) -> Any:
         return PodStatus(phase="Pending")
     if isinstance(obj, DeviceTaintRule):
         return None
+    if isinstance(obj, PodGroup):
+        return PodGroupStatus()
     return getattr(obj, "status", None)
 
 
 def prepared_for_create(obj: T) -> T:
+    obj = without_disabled_fields(obj)
     meta = obj.metadata
     if isinstance(obj, GENERATION_KINDS):
         meta = msgspec.structs.replace(meta, generation=1)
@@ -52,6 +59,7 @@ def prepared_for_create(obj: T) -> T:
 
 def prepared_for_update(stored: T, new: T) -> T:
     """`new` with the stored generation, plus one for a tracked kind whose spec changed."""
+    new = without_disabled_fields(new)
     generation = stored.metadata.generation
     if (
         isinstance(new, GENERATION_KINDS)

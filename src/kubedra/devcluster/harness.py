@@ -11,6 +11,12 @@ What it starts is what kwok and envtest start, minus what DRA tests do not need:
   collector, namespace, service accounts and their tokens), node-lifecycle left off so
   kubelet-less Nodes stay Ready;
 - kube-scheduler when asked.
+Feature gates go to every component (and a real node's kubelet); with GenericWorkload on,
+the API server also serves scheduling.k8s.io/v1beta1 (Workload, PodGroup: a beta API, off
+by default) and the controller manager runs the podgroup-protection controller, which
+removes the finalizer the API server puts on every PodGroup.
+`kubedra.api.gates.WORKLOAD_FEATURE_GATES` turns on what kubedra's scheduling.k8s.io models
+assume.
 Every process is a child in its own process group, logs into `<dir>/logs`, and is listed
 in `<dir>/cluster.json`, so `down` can stop a cluster that another process started.
 """
@@ -67,6 +73,10 @@ REAL_NODE_CONTROLLERS = (
     "root-ca-certificate-publisher-controller",
 )
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+# What GenericWorkload brings along: the API version it serves (beta, so off unless asked
+# for) and the controller that releases deleted PodGroups once their pods are gone.
+WORKLOAD_RUNTIME_CONFIG = "scheduling.k8s.io/v1beta1=true"
+WORKLOAD_CONTROLLERS = ("podgroup-protection-controller",)
 
 
 class ClusterFailed(KubedraError):
@@ -108,6 +118,7 @@ class DevCluster:
         *,
         kube_scheduler: bool = False,
         feature_gates: str = "",
+        runtime_config: str = "",
         apiserver_flags: Sequence[str] = (),
         controller_manager_flags: Sequence[str] = (),
         detach: bool = False,
@@ -116,12 +127,15 @@ class DevCluster:
         """`detach`: the processes outlive this Python process (the CLI's `up`); otherwise
         they are killed with it even if it dies without cleaning up (pytest fixtures).
         `real_node`: also a node with upstream's kubelet and containerd (`kubedra.devcluster.
-        node`); its pods are placed by kube-scheduler, which it implies."""
+        node`); its pods are placed by kube-scheduler, which it implies.
+        `feature_gates` (`A=true,B=false`) go to every component; `runtime_config` to the
+        API server's `--runtime-config`, after what the gates need (see the module)."""
         self.folder = Path(folder).resolve()
         self.real_node = real_node
         self.node_ready_seconds: float | None = None
         self.kube_scheduler = kube_scheduler or real_node
         self.feature_gates = feature_gates
+        self.runtime_config = runtime_config
         self.apiserver_flags = tuple(apiserver_flags)
         self.controller_manager_flags = tuple(controller_manager_flags)
         self.detach = detach
@@ -309,7 +323,21 @@ class DevCluster:
             args.append("--kubelet-preferred-address-types=InternalIP,Hostname")
         if self.feature_gates:
             args.append(f"--feature-gates={self.feature_gates}")
+        runtime = [WORKLOAD_RUNTIME_CONFIG] if self.gate("GenericWorkload") else []
+        runtime += [c for c in self.runtime_config.split(",") if c]
+        if runtime:
+            args.append(f"--runtime-config={','.join(runtime)}")
         return args + list(self.apiserver_flags)
+
+    def gate(self, name: str) -> bool:
+        """Whether `feature_gates` turns the gate on (the last setting counts, as in the
+        components' own parsing; `AllAlpha`/`AllBeta` are not expanded)."""
+        on = False
+        for item in self.feature_gates.split(","):
+            key, _, value = item.partition("=")
+            if key.strip() == name:
+                on = value.strip().lower() == "true"
+        return on
 
     def _kcm_args(self, pki: pki_module.Pki, ports: dict[str, int]) -> list[str]:
         config = str(self.kubeconfig_for("controller-manager"))
@@ -332,7 +360,8 @@ class DevCluster:
         return args + list(self.controller_manager_flags)
 
     def _controllers(self) -> tuple[str, ...]:
-        return CONTROLLERS + (REAL_NODE_CONTROLLERS if self.real_node else ())
+        workload = WORKLOAD_CONTROLLERS if self.gate("GenericWorkload") else ()
+        return CONTROLLERS + workload + (REAL_NODE_CONTROLLERS if self.real_node else ())
 
     def start_kube_scheduler(self, qps: float | None = None, burst: int | None = None) -> int:
         """Start kube-scheduler now, on a cluster started without it; `qps`/`burst` set its

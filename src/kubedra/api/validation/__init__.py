@@ -19,7 +19,8 @@ from kubedra.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from kubedra.api.validation import core, resource
+from kubedra.api.scheduling import PodGroup, Workload
+from kubedra.api.validation import core, resource, scheduling
 from kubedra.api.validation.meta import object_metadata, path_segments
 from kubedra.api.validation.report import Report
 from kubedra.errors import ObjectRef, Problem, ValidationError, errors_only
@@ -33,6 +34,8 @@ _RULES: dict[type[KubeObject], Callable[[Report, Any], None]] = {
     Pod: core.validate_pod,
     Node: core.validate_node,
     Namespace: lambda r, ns: None,
+    Workload: scheduling.validate_workload,
+    PodGroup: scheduling.validate_pod_group,
 }
 
 

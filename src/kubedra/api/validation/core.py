@@ -55,6 +55,14 @@ def validate_pod(r: Report, pod: Pod) -> None:
         _pod_toleration(r, ("spec", "tolerations", i), t)
     if spec.node_name:
         r.name(("spec", "nodeName"), spec.node_name, names.dns_subdomain)
+    if spec.scheduling_group is not None:
+        # A one-member union today: the group must be named (a PodGroup's name).
+        where = ("spec", "schedulingGroup", "podGroupName")
+        pod_group = spec.scheduling_group.pod_group_name
+        if pod_group is None:
+            r.invalid(where, None, "must specify one of: `podGroupName`")
+        else:
+            r.valid(where, pod_group, names.dns_subdomain)
 
 
 def _pod_claim(r: Report, path: Path, name: str, seen: set[str]) -> None:

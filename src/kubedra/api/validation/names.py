@@ -183,6 +183,17 @@ def extended_resource_name(value: str) -> str | None:
     return label_key(f"requests.{value}")
 
 
+def path_segment_name(value: str) -> str | None:
+    """A name that must be usable as one segment of a URL path (kinds and names a
+    reference may carry): not `.` or `..`, without `/` or `%`."""
+    if value in (".", ".."):
+        return f"may not be '{value}'"
+    for bad in ("/", "%"):
+        if bad in value:
+            return f"may not contain '{bad}'"
+    return None
+
+
 def share_id(value: str) -> str | None:
     """shareID: a UUID in normalized lower-case RFC 4122 form."""
     return None if _UUID.fullmatch(value) else "must be a lower-case RFC 4122 UUID"

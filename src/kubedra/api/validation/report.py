@@ -63,10 +63,20 @@ class Report:
                        f"{struct}.{field} of type int64")  # fmt: skip
         return False
 
+    def int32(self, path: Path, value: int | None, struct: str) -> bool:
+        """An int32 field of the Go type `struct`, as `int64` does for int64 fields."""
+        if value is None or -(2**31) <= value < 2**31:
+            return True
+        field = ".".join(s for s in path if isinstance(s, str))
+        self.add(path, f"json: cannot unmarshal number {value} into Go struct field "
+                       f"{struct}.{field} of type int32")  # fmt: skip
+        return False
+
     def within(self, path: Path, items: Sized, limit: int) -> bool:
         """Report a list or map over its limit; False means: skip checking its entries."""
         if len(items) > limit:
-            self.add(path, f"Too many: {len(items)}: must have at most {limit} items")
+            noun = "item" if limit == 1 else "items"
+            self.add(path, f"Too many: {len(items)}: must have at most {limit} {noun}")
             return False
         return True
 

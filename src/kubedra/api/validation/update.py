@@ -3,7 +3,8 @@
 The one place these rules live; the embedded store applies them on every `update` (the API
 server applies its own). Field paths and wording follow upstream's ValidatePodUpdate,
 ValidateResourceClaimUpdate, ValidateResourceClaimTemplateUpdate and
-ValidateResourceSliceUpdate.
+ValidateResourceSliceUpdate, and the update rules scheduling.k8s.io/v1beta1 declares on
+Workload and PodGroup (`kubedra.api.validation.scheduling`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from kubedra.api.codec import format_path, to_dict
 from kubedra.api.core import Pod
 from kubedra.api.meta import KubeObject
 from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from kubedra.api.scheduling import PodGroup, Workload
 from kubedra.api.validation import ref_of
 from kubedra.api.validation.report import Path, Report, show
+from kubedra.api.validation.scheduling import pod_group_update, workload_update
 from kubedra.errors import Problem, ValidationError, errors_only
 
 FIELD_IMMUTABLE = "field is immutable"
@@ -183,4 +186,6 @@ _RULES: dict[type[KubeObject], Callable[[Report, Any, Any], None]] = {
     ResourceClaim: _immutable_spec,
     ResourceClaimTemplate: _immutable_spec,
     ResourceSlice: _slice,
+    Workload: workload_update,
+    PodGroup: pod_group_update,
 }
