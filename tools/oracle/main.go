@@ -4,9 +4,10 @@
 // one JSON answer per line on stdout, so one process serves a whole test run.
 //
 // Requests carry "mode": "alloc" (see alloc.go), "cel" and "value" (see cel.go), "types"
-// (see types.go) or "celspec" (see celspec.go). Anything that goes wrong with one request
-// is reported in that request's answer as {"fault": "..."}; the process only exits when
-// stdin closes.
+// (see types.go), "celspec" (see celspec.go) or "bench" (see bench.go: timings for
+// kubedra's allocator benchmark, not a conformance check). Anything that goes wrong with
+// one request is reported in that request's answer as {"fault": "..."}; the process only
+// exits when stdin closes.
 package main
 
 import (
@@ -67,6 +68,8 @@ func answer(line []byte) (result any) {
 		result, err = typeTree()
 	case "celspec":
 		result, err = celSpec(req.Body)
+	case "bench":
+		result, err = benchmark(req.Body)
 	default:
 		err = fmt.Errorf("unknown mode %q", req.Mode)
 	}

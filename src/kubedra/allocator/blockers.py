@@ -353,7 +353,7 @@ def _other_class(search: Search, rd: ReqData) -> str:
     for name in sorted(search.classes):
         if name == rd.klass.name:
             continue
-        other = replace(rd, klass=search.classes[name], candidates=None)
+        other = search.with_class(rd, search.classes[name])
         n = sum(1 for e, on in search.devices if on and reached(search, other, e) > 2)
         if n >= rd.count and n > admitted:
             best, admitted = name, n

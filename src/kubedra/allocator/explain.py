@@ -9,7 +9,7 @@ tolerated -> free -> fit counters and capacity.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kubedra.allocator.inventory import DeviceEntry
 from kubedra.allocator.search import (
@@ -100,20 +100,82 @@ class Blocker:
         return f"{where}: {self.detail}" if where else self.detail
 
 
-@dataclass(frozen=True)
 class Unsatisfiable:
-    """Why allocation failed on a node: one-line summary plus the details behind it."""
+    """Why allocation failed on a node: one-line summary plus the details behind it.
 
-    summary: str
-    node: str
-    funnels: tuple[RequestFunnel, ...] = ()
-    constraint: ConstraintFailure | None = None
-    invalid_pools: tuple[str, ...] = ()
-    incomplete_pools: tuple[str, ...] = ()
-    blockers: tuple[Blocker, ...] = ()  # known without a search (e.g. an allocated claim)
-    # The failed search, kept so the blocker is diagnosed only when someone asks (a node
-    # that fails costs nothing more unless the pod then fits nowhere).
-    search: Search | None = field(default=None, compare=False, repr=False)
+    The funnels are counted when first read, not when the search fails: a scheduler tries
+    many nodes that do not fit and reads the funnels of few (upstream keeps no explanation
+    at all). They count against the AllocatedState the search had, as it is when they are
+    read: read them before reserving more devices in that state in place.
+    """
+
+    __slots__ = (
+        "_funnels",
+        "blockers",
+        "constraint",
+        "incomplete_pools",
+        "invalid_pools",
+        "node",
+        "search",
+        "summary",
+    )
+
+    def __init__(
+        self,
+        summary: str,
+        node: str,
+        funnels: tuple[RequestFunnel, ...] | None = None,
+        constraint: ConstraintFailure | None = None,
+        invalid_pools: tuple[str, ...] = (),
+        incomplete_pools: tuple[str, ...] = (),
+        blockers: tuple[Blocker, ...] = (),  # known without a search (e.g. an allocated claim)
+        search: Search | None = None,
+    ) -> None:
+        self.summary = summary
+        self.node = node
+        self._funnels = funnels
+        self.constraint = constraint
+        self.invalid_pools = invalid_pools
+        self.incomplete_pools = incomplete_pools
+        self.blockers = blockers
+        # The failed search, kept so the funnels and the blocker are worked out only when
+        # someone asks (a node that fails costs nothing more unless the pod then fits
+        # nowhere).
+        self.search = search
+
+    @property
+    def funnels(self) -> tuple[RequestFunnel, ...]:
+        found = self._funnels
+        if found is None:
+            found = self._funnels = funnels(self.search) if self.search is not None else ()
+        return found
+
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self.summary,
+            self.node,
+            self.funnels,
+            self.constraint,
+            self.invalid_pools,
+            self.incomplete_pools,
+            self.blockers,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Unsatisfiable):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((self.summary, self.node))
+
+    def __repr__(self) -> str:
+        return (
+            f"Unsatisfiable(summary={self.summary!r}, node={self.node!r}, "
+            f"funnels={self.funnels!r}, constraint={self.constraint!r}, "
+            f"invalid_pools={self.invalid_pools!r}, incomplete_pools={self.incomplete_pools!r}, "
+            f"blockers={self.blockers!r})"
+        )
 
     def __str__(self) -> str:
         return self.summary
@@ -188,12 +250,14 @@ def funnels(search: Search) -> tuple[RequestFunnel, ...]:
 
 
 def unsatisfiable(search: Search, summary: str) -> Unsatisfiable:
+    unusable = [p for p in search.pools if p.incomplete or p.invalid]
     return Unsatisfiable(
-        summary=summary,
-        node=search.node.name,
-        funnels=funnels(search),
-        constraint=search.first_constraint_failure,
-        invalid_pools=tuple(f"{p.id}: {p.invalid}" for p in search.pools if p.invalid),
-        incomplete_pools=tuple(p.id for p in search.pools if p.incomplete),
-        search=search,
+        summary,
+        search.node.name,
+        None,
+        search.first_constraint_failure,
+        tuple([f"{p.id}: {p.invalid}" for p in unusable if p.invalid]) if unusable else (),
+        tuple([p.id for p in unusable if p.incomplete]) if unusable else (),
+        (),
+        search,
     )

@@ -17,10 +17,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from operator import is_
+
+import msgspec
 
 from kubedra.allocator.capacity import CapacityError, consumption
-from kubedra.allocator.inventory import DeviceEntry, Inventory, Pool, PoolKey, Tagged
+from kubedra.allocator.inventory import DeviceEntry, Inventory, Pool, PoolKey, Selector
+from kubedra.allocator.projection import Tagged
 from kubedra.allocator.state import AllocatedState
 from kubedra.allocator.types import (
     MAX_RESULTS_PER_CLAIM,
@@ -42,9 +46,12 @@ from kubedra.api.resource import (
     ExactDeviceRequest,
     ResourceClaim,
 )
-from kubedra.cel import CelCompileError, CelEvalError
+from kubedra.cel import CelCompileError
 
 DeviceOrder = Callable[[RequestKey, Sequence[DeviceRef]], Sequence[DeviceRef]]
+# One selector of a request or its class: the inventory's state of it, who owns it and its
+# position, for error messages.
+Check = tuple[Selector, str, int]
 SHARE_NAMESPACE = uuid.UUID("6f1c9a52-3d0e-4f7b-9a51-2c8e0d4b7a10")
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -56,6 +63,11 @@ class CelSelectorError(AllocationError):
         super().__init__(message)
         self.expression = expression
         self.device = device
+
+
+def _fresh(rd: ReqData) -> ReqData:
+    """A copy of prepared request data without any search's state."""
+    return msgspec.structs.replace(rd, all_devices=[], candidates=None, selectable={})
 
 
 class _MaxSize(Exception):
@@ -77,8 +89,7 @@ def claim_name(claim: ResourceClaim) -> str:
     return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
 
 
-@dataclass(eq=False, slots=True)
-class ReqData:
+class ReqData(msgspec.Struct, eq=False):
     """One request without subrequests, or one subrequest (upstream requestData)."""
 
     claim_index: int
@@ -93,8 +104,12 @@ class ReqData:
     admin: bool
     tolerations: tuple[DeviceToleration, ...]
     capacity: Mapping[str, Quantity] | None
-    all_devices: list[DeviceEntry] = field(default_factory=list)
+    class_name: str = ""  # as the request names it
+    class_checks: tuple[Check, ...] = ()
+    request_checks: tuple[Check, ...] = ()
+    all_devices: list[DeviceEntry] = []
     candidates: list[tuple[DeviceEntry, bool]] | None = None
+    selectable: dict[int, bool] = {}  # by entry index
 
     @property
     def full(self) -> str:
@@ -290,11 +305,11 @@ class Search:
         self.deadline = time.perf_counter() + timeout_s
         self.max_steps = max_steps
         self.steps = 0
-        self.pools = inventory.pools_for(node, features)
-        self.pool_by_key: dict[PoolKey, Pool] = {p.key: p for p in self.pools}
-        self.devices: list[tuple[DeviceEntry, bool]] = [
-            d for p in self.pools if p.usable for d in p.devices
-        ]
+        gathered = inventory.gathered(node, features)
+        self.pools = gathered.pools
+        self.pool_by_key: dict[PoolKey, Pool] = gathered.by_key
+        self.devices: list[tuple[DeviceEntry, bool]] = gathered.devices  # read only
+        self.claim_names = [claim_name(c) for c in self.claims]
         self.reqs: list[list[list[ReqData]]] = []
         self.constraints: list[list[_Constraint]] = []
         self.allocating: dict[int, set[int]] = {}
@@ -303,68 +318,116 @@ class Search:
         self.share_inflight: dict[int, int] = {}
         self.results: list[list[Pick]] = []
         self.selected: dict[tuple[int, int], int] = {}
-        self._selectable: dict[tuple[int, int], bool] = {}
+        self._class_checks: dict[str, tuple[Check, ...]] = {}
         self.first_constraint_failure: ConstraintFailure | None = None
 
     # --- pre-pass (upstream: per-claim validation; all errors fatal) ----------------------
 
     def prepare(self) -> None:
+        """Validate the claims and make the request data (upstream: per claim, in Allocate;
+        all errors fatal). What does not depend on the node is kept in the inventory: the
+        next node of the same pod (the same claim and class objects) starts from a copy."""
+        # By identity (the objects are kept in the entry, so their ids stay theirs).
+        key = (tuple(map(id, self.claims)), id(self.classes), id(self.features), self.strict)
+        prepared = self.inventory._prepared.get(key)
+        if (
+            prepared is not None
+            and prepared[1] is self.classes
+            and prepared[4] is self.features
+            and all(map(is_, prepared[0], self.claims))
+            and all(self.classes.get(name) is klass for name, klass in prepared[3])
+        ):
+            self.reqs = [
+                [[_fresh(rd) for rd in subs] for subs in claim_reqs] for claim_reqs in prepared[2]
+            ]
+            for ci, claim in enumerate(self.claims):
+                self.constraints.append(self._constraints(ci, claim))
+                self.results.append([])
+            return
+        self._prepare()
+        if not any(rd.all_mode for claim_reqs in self.reqs for subs in claim_reqs for rd in subs):
+            cache = self.inventory._prepared
+            if len(cache) > 64:
+                cache.clear()
+            reqs = [rd for claim_reqs in self.reqs for subs in claim_reqs for rd in subs]
+            cache[key] = (
+                tuple(self.claims),
+                self.classes,
+                self.reqs,  # this search's own: a reuse copies them without the search state
+                # The classes used, as looked up: a mapping changed in place is noticed.
+                tuple({rd.class_name: rd.klass for rd in reqs}.items()),
+                self.features,
+            )
+
+    def _constraints(self, ci: int, claim: ResourceClaim) -> list[_Constraint]:
+        constraints = claim.spec.devices.constraints
+        if not constraints:
+            return []
+        cname = self.claim_names[ci]
+        return [self._constraint(cname, i, c) for i, c in enumerate(constraints)]
+
+    def _prepare(self) -> None:
         f = self.features
         for ci, claim in enumerate(self.claims):
-            cname = claim_name(claim)
+            cname = self.claim_names[ci]
             claim_reqs: list[list[ReqData]] = []
             min_devices = 0
-            for ri, request in enumerate(claim.spec.devices.requests):
-                where = f"claim {cname}, request {request.name}"
-                if request.first_available and not f.prioritized_list:
-                    raise AllocationError(
-                        f"{where}: has subrequests, but the DRAPrioritizedList feature is disabled"
-                    )
-                if not f.consumable_capacity:
-                    if request.exactly is not None and request.exactly.capacity is not None:
-                        raise AllocationError(
-                            f"{where}: has capacity requests, but the DRAConsumableCapacity "
-                            "feature is disabled"
-                        )
-                    for sub in request.first_available:
-                        if sub.capacity is not None:
-                            raise AllocationError(
-                                f"claim {cname}, subrequest {sub.name}: has capacity requests, "
-                                "but the DRAConsumableCapacity feature is disabled"
-                            )
+            devices = claim.spec.devices
+            for ri, request in enumerate(devices.requests):
                 if request.first_available:
+                    if not f.prioritized_list:
+                        raise AllocationError(
+                            f"claim {cname}, request {request.name}: has subrequests, but the "
+                            "DRAPrioritizedList feature is disabled"
+                        )
+                    if not f.consumable_capacity:
+                        self._no_capacity(cname, request.name, request.exactly)
+                        for sub in request.first_available:
+                            if sub.capacity is not None:
+                                raise AllocationError(
+                                    f"claim {cname}, subrequest {sub.name}: has capacity "
+                                    "requests, but the DRAConsumableCapacity feature is disabled"
+                                )
                     subs = [
                         self._request_data(ci, ri, si, sub, request.name)
                         for si, sub in enumerate(request.first_available)
                     ]
-                    claim_reqs.append(subs)
+                    fewest = min([s.count for s in subs])
                 else:
+                    if not f.consumable_capacity:
+                        self._no_capacity(cname, request.name, request.exactly)
                     if request.exactly is None:
                         raise AllocationError(
-                            f"{where}: missing device class name (unsupported request type?)"
+                            f"claim {cname}, request {request.name}: missing device class name "
+                            "(unsupported request type?)"
                         )
-                    subs = [self._request_data(ci, ri, -1, request.exactly, request.name)]
-                    claim_reqs.append(subs)
+                    rd = self._request_data(ci, ri, -1, request.exactly, request.name)
+                    subs = [rd]
+                    fewest = rd.count
+                claim_reqs.append(subs)
                 # Checked request by request, as upstream does (the fewest a request can
                 # take: its smallest subrequest).
-                fewest = min(s.count for s in subs)
                 if fewest > MAX_RESULTS_PER_CLAIM - min_devices:
                     raise ResultsLimitExceeded(
-                        f"{where}: adding {fewest} devices exceeds the claim limit of "
-                        f"{MAX_RESULTS_PER_CLAIM}, with {min_devices} already accounted for",
+                        f"claim {cname}, request {request.name}: adding {fewest} devices exceeds "
+                        f"the claim limit of {MAX_RESULTS_PER_CLAIM}, with {min_devices} already "
+                        "accounted for",
                         cname,
                         request.name,
                         min_devices + fewest,
                     )
                 min_devices += fewest
             self.reqs.append(claim_reqs)
-            self.constraints.append(
-                [
-                    self._constraint(cname, i, c)
-                    for i, c in enumerate(claim.spec.devices.constraints)
-                ]
-            )
+            self.constraints.append(self._constraints(ci, claim))
             self.results.append([])
+
+    @staticmethod
+    def _no_capacity(cname: str, name: str, exactly: ExactDeviceRequest | None) -> None:
+        if exactly is not None and exactly.capacity is not None:
+            raise AllocationError(
+                f"claim {cname}, request {name}: has capacity requests, but the "
+                "DRAConsumableCapacity feature is disabled"
+            )
 
     def _constraint(self, cname: str, i: int, c: DeviceConstraint) -> _Constraint:
         lists = self.features.list_type_attributes
@@ -384,52 +447,71 @@ class Search:
         request: ExactDeviceRequest | DeviceSubRequest,
         parent_name: str,
     ) -> ReqData:
-        claim = self.claims[ci]
-        cname = claim_name(claim)
+        cname = self.claim_names[ci]
         name = parent_name if si < 0 else request.name  # type: ignore[union-attr]
-        where = f"claim {cname}, request {name}"
         if request.derived_attributes:
             raise AllocationError(
-                f"{where}: cannot handle request with derived attributes, the feature is disabled"
+                f"claim {cname}, request {name}: cannot handle request with derived "
+                "attributes, the feature is disabled"
             )
-        for i, sel in enumerate(request.selectors):
-            if sel.cel is None:
-                raise AllocationError(
-                    f"{where}, selector #{i}: CEL expression empty (unsupported selector type?)"
-                )
+        selectors = tuple([s.cel.expression for s in request.selectors if s.cel is not None])
+        if len(selectors) != len(request.selectors):
+            i = next(i for i, sel in enumerate(request.selectors) if sel.cel is None)
+            raise AllocationError(
+                f"claim {cname}, request {name}, selector #{i}: CEL expression empty "
+                "(unsupported selector type?)"
+            )
         admin = bool(getattr(request, "admin_access", None))
         if admin and not self.features.admin_access:
             raise AllocationError(
-                f"{where}: admin access is requested, but the feature is disabled"
+                f"claim {cname}, request {name}: admin access is requested, but the feature is "
+                "disabled"
             )
-        if not request.device_class_name:
-            raise AllocationError(f"{where}: missing device class name (unsupported request type?)")
-        klass = self.classes.get(request.device_class_name)
+        class_name = request.device_class_name
+        if not class_name:
+            raise AllocationError(
+                f"claim {cname}, request {name}: missing device class name (unsupported "
+                "request type?)"
+            )
+        klass = self.classes.get(class_name)
         if klass is None:
             raise AllocationError(
-                f"{where}: could not retrieve device class {request.device_class_name}: "
-                f'deviceclass.resource.k8s.io "{request.device_class_name}" not found'
+                f"claim {cname}, request {name}: could not retrieve device class {class_name}: "
+                f'deviceclass.resource.k8s.io "{class_name}" not found'
             )
         mode = request.allocation_mode or "ExactCount"
+        if selectors:
+            selector, strict, who = self.inventory.selector, self.strict, f"claim {cname}"
+            checks = tuple([(selector(e, strict), who, i) for i, e in enumerate(selectors)])
+        else:
+            checks = ()
+        capacity = request.capacity
         rd = ReqData(
-            claim_index=ci,
-            request_index=ri,
-            sub_index=si,
-            name=name,
-            parent=parent_name if si >= 0 else None,
-            klass=klass,
-            selectors=tuple(s.cel.expression for s in request.selectors if s.cel is not None),
-            all_mode=mode == "All",
-            count=0,
-            admin=admin,
-            tolerations=request.tolerations,
-            capacity=request.capacity.requests if request.capacity is not None else None,
+            ci,
+            ri,
+            si,
+            name,
+            parent_name if si >= 0 else None,
+            klass,
+            selectors,
+            mode == "All",
+            0,
+            admin,
+            request.tolerations,
+            capacity.requests if capacity is not None else None,
+            class_name,
+            self._class_checks_of(klass),
+            checks,
         )
         if mode == "ExactCount":
             rd.count = 1 if request.count is None else request.count
             if rd.count > 2**63 - 1:
-                raise AllocationError(f"{where}: exact count {rd.count} is too large")
-        elif mode == "All":
+                raise AllocationError(
+                    f"claim {cname}, request {name}: exact count {rd.count} is too large"
+                )
+            return rd
+        where = f"claim {cname}, request {name}"
+        if mode == "All":
             for pool in self.pools:
                 if pool.incomplete:
                     raise AllocationError(
@@ -458,66 +540,88 @@ class Search:
 
     # --- selectability --------------------------------------------------------------------
 
+    def _class_checks_of(self, klass: DeviceClass) -> tuple[Check, ...]:
+        checks = self._class_checks.get(klass.name)
+        if checks is None:
+            exprs = [s.cel.expression for s in klass.spec.selectors if s.cel is not None]
+            selector = self.inventory.selector
+            who = f"class {klass.name}"
+            checks = self._class_checks[klass.name] = tuple(
+                (selector(e, self.strict), who, i) for i, e in enumerate(exprs)
+            )
+        return checks
+
+    def with_class(self, rd: ReqData, klass: DeviceClass) -> ReqData:
+        """The request as if it named another class (for explanations)."""
+        return msgspec.structs.replace(
+            rd,
+            klass=klass,
+            class_checks=self._class_checks_of(klass),
+            candidates=None,
+            selectable={},
+        )
+
     def selectable(self, rd: ReqData, entry: DeviceEntry, on_node: bool) -> bool:
         """Binding-condition gate, class selectors, request selectors, per-device node."""
-        key = (id(rd), entry.index)
-        hit = self._selectable.get(key)
-        if hit is not None:
-            return hit
-        ok = (
-            (self.features.binding_conditions or not entry.binding)
-            and self.class_match(rd, entry)
-            and self.request_match(rd, entry)
-            and self._on_node(entry, on_node)
-        )
-        self._selectable[key] = ok
+        index = entry.index
+        known = rd.selectable
+        ok = known.get(index)
+        if ok is not None:
+            return ok
+        if not self.features.binding_conditions and entry.binding:
+            ok = False
+        else:
+            ok = self._passes(rd.class_checks, entry) and self._passes(rd.request_checks, entry)
+            if ok and not on_node:
+                ok = self._on_node(entry, on_node)
+        known[index] = ok
         return ok
 
     def _on_node(self, entry: DeviceEntry, on_node: bool) -> bool:
         # Checked after the selectors, as upstream does: only then does a per-device node
         # selector that cannot be parsed fail the allocation.
         if not on_node:
-            error = self.pool_by_key[(entry.ref.driver, entry.ref.pool)].node_errors.get(
-                entry.index
-            )
+            key = entry.key
+            error = self.pool_by_key[(key[0], key[1])].node_errors.get(entry.index)
             if error is not None:
                 raise AllocationError(error)
         return on_node
 
     def class_match(self, rd: ReqData, entry: DeviceEntry) -> bool:
-        return self._selectors_match(
-            [s.cel.expression for s in rd.klass.spec.selectors if s.cel is not None],
-            entry,
-            f"class {rd.klass.name}",
-        )
+        return self._passes(rd.class_checks, entry)
 
     def request_match(self, rd: ReqData, entry: DeviceEntry) -> bool:
-        return self._selectors_match(
-            rd.selectors, entry, f"claim {claim_name(self.claims[rd.claim_index])}"
-        )
+        return self._passes(rd.request_checks, entry)
 
-    def _selectors_match(self, exprs: Sequence[str], entry: DeviceEntry, who: str) -> bool:
-        for i, expr in enumerate(exprs):
-            try:
-                if not self.inventory.matches(expr, entry, strict=self.strict):
-                    return False
-            except CelCompileError as exc:
-                raise CelSelectorError(
-                    f"{who}: selector #{i}: CEL compile error: {exc}", expr, None
-                ) from None
-            except CelEvalError as exc:
-                raise CelSelectorError(
-                    f"{who}: selector #{i} on device {entry.ref}: CEL runtime error: "
-                    f"{_with_hint(str(exc))}",
-                    expr,
-                    entry.ref,
-                ) from None
+    def _passes(self, checks: tuple[Check, ...], entry: DeviceEntry) -> bool:
+        """All selectors of `checks` admit the device; a selector that does not compile or
+        fails on the device ends the allocation (CelSelectorError)."""
+        index = entry.index
+        for selector, who, i in checks:
+            hit = selector.results.get(index)
+            if hit is None:
+                try:
+                    hit = selector.evaluate(entry)
+                except CelCompileError as exc:
+                    raise CelSelectorError(
+                        f"{who}: selector #{i}: CEL compile error: {exc}", selector.expression, None
+                    ) from None
+            if hit is True:
+                continue
+            if hit is False:
+                return False
+            raise CelSelectorError(
+                f"{who}: selector #{i} on device {entry.ref}: CEL runtime error: "
+                f"{_with_hint(str(hit))}",
+                selector.expression,
+                entry.ref,
+            ) from None
         return True
 
     # --- availability ---------------------------------------------------------------------
 
     def in_use(self, entry: DeviceEntry, multi: bool) -> bool:
-        ref = entry.ref
+        ref = entry.key
         if ref in self.state.devices:
             return True
         if multi:
@@ -533,8 +637,13 @@ class Search:
         if hit is not None and hit[0] is pool:
             return hit[1]
         avail = {name: dict(counters) for name, counters in pool.counter_sets.items()}
-        for entry in [*(e for e, _ in pool.devices), *pool.other_devices]:
-            if entry.consumes and self.state.is_allocated(entry.ref):
+        state = self.state
+        if state.devices or state.shared:
+            for entry in [*(e for e, _ in pool.devices), *pool.other_devices]:
+                if not entry.device.consumes_counters or not (
+                    entry.key in state.devices or entry.key in state.shared
+                ):
+                    continue
                 for set_name, counters in entry.consumes:
                     have = avail.get(set_name)
                     if have is not None:
@@ -546,7 +655,7 @@ class Search:
 
     def _take_counters(self, entry: DeviceEntry) -> Callable[[], None] | None:
         # DECISION (§7 item 26): bookkeeping per (driver, pool), not per pool name.
-        pool = self.pool_by_key[(entry.ref.driver, entry.ref.pool)]
+        pool = self.pool_by_key[(entry.key[0], entry.key[1])]
         avail = self.available_counters(pool)
         consumed = self.counters.setdefault(pool.key, {})
         added: list[tuple[dict[str, int], str, int]] = []
@@ -596,7 +705,7 @@ class Search:
         return cons
 
     def _has_shares(self, entry: DeviceEntry) -> bool:
-        return entry.ref in self.state.shared or self.share_inflight.get(entry.index, 0) > 0
+        return entry.key in self.state.shared or self.share_inflight.get(entry.index, 0) > 0
 
     def use(self, rd: ReqData, entry: DeviceEntry, must: bool) -> Callable[[], None] | None:
         """Upstream allocateDevice: try to add `entry` for `rd`; an undo function or None."""
@@ -770,18 +879,29 @@ class Search:
             return ok
         candidates = self.candidates(rd)
         multi_on = self.features.consumable_capacity
+        taken, shared = self.state.devices, self.state.shared
+        allocating, admin = self.allocating, rd.admin
         for idx in range(start, len(candidates)):
             entry, on_node = candidates[idx]
-            multi = multi_on and entry.multi
-            if rd.admin:
-                if not multi and c in self.allocating.get(entry.index, ()):
+            if admin:
+                multi = multi_on and entry.multi
+                if not multi and c in allocating.get(entry.index, ()):
                     continue
-            elif self.in_use(entry, multi):
-                continue
+            else:  # in use? (self.in_use)
+                key = entry.key
+                if key in taken:
+                    continue
+                multi = multi_on and entry.multi
+                if not multi and (key in shared or allocating.get(entry.index)):
+                    continue
             if not self.selectable(rd, entry, on_node):
                 continue
             # Upstream checks capacity here and again in allocateDevice.
-            if multi_on and self._capacity_fits(rd, entry, inflight=True) is None:
+            if (
+                multi_on
+                and (rd.capacity is not None or multi or entry.policies)
+                and self._capacity_fits(rd, entry, inflight=True) is None
+            ):
                 continue
             undo = self.use(rd, entry, must=False)
             if undo is None:

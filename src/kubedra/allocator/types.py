@@ -36,7 +36,6 @@ class Features:
 DEFAULT_FEATURES = Features()
 
 
-
 def stable_variant(features: Features) -> bool:
     """Whether upstream would run its oldest allocator ("stable") for these switches.
 
