@@ -68,7 +68,7 @@ def _failure(store: SqliteStore, pod: Pod) -> tuple[float, str]:
     message: list[str] = []
 
     def attempt() -> None:
-        sched._forget_infeasible()  # every attempt tries every node, as a first one does
+        sched.framework.forget()  # every attempt tries every node, as a first one does
         message.append(sched.schedule(pod).message)
 
     return best_of(attempt), message[-1]

@@ -30,7 +30,7 @@ from kubedra.api.loader import load
 from kubedra.catalog import profile
 from kubedra.cel.selector import CompiledSelector
 from kubedra.cluster import SqliteStore
-from kubedra.scheduler import scheduler as scheduler_module
+from kubedra.scheduler.plugins.dra import plugin as dra_plugin
 from kubedra.scheduler.policies import POLICIES
 from kubedra.scheduler.scheduler import Scheduler
 
@@ -140,7 +140,7 @@ def main(nodes: int, pods: int, policy: str, saved: Path | None = None) -> dict[
     timers = Timers()
     for method in ("get", "list", "create", "update", "update_status", "changes", "transaction"):
         timers.wrap(SqliteStore, method, "store")
-    timers.wrap(scheduler_module, "allocate", "allocator")
+    timers.wrap(dra_plugin, "allocate", "allocator")
     timers.wrap(CompiledSelector, "evaluate", "cel")
     for method in ("prepare", "rank_nodes", "device_orders", "score"):
         timers.wrap(POLICIES[policy], method, "policy")

@@ -68,9 +68,7 @@ def test_not_projectable(expression: str) -> None:
 
 
 def _views(sl: ResourceSlice) -> list[DeviceView]:
-    of = getattr(DeviceView, "of", None)
-    assert of is not None or not sl.spec.devices
-    return [of(sl.spec.driver, d) for d in sl.spec.devices]  # type: ignore[misc]
+    return [DeviceView.of(sl.spec.driver, d) for d in sl.spec.devices]
 
 
 def _direct(expression: str, view: DeviceView) -> bool | str:

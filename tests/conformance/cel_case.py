@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubedra.allocator.inventory import device_view
 from kubedra.api.codec import decode_object
 from kubedra.api.resource import Device, ResourceSlice
-from kubedra.cel import CelCompileError, CelError, compile_selector
+from kubedra.cel import CelCompileError, CelError, DeviceView, compile_selector
 
 Wire = dict[str, Any]
 
@@ -56,10 +55,7 @@ class CelCase:
             return CelOutcome(compile_error=str(exc))
         results = []
         for wire in self.devices:
-            view, problem = device_view(wire["driver"], _decode_device(wire))
-            if view is None:
-                results.append((False, problem or "unsupported device"))
-                continue
+            view = DeviceView.of(wire["driver"], _decode_device(wire))
             try:
                 results.append((compiled.evaluate(view), ""))
             except CelError as exc:

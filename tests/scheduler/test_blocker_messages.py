@@ -11,8 +11,8 @@ import pytest
 
 from kubedra.api.core import Pod
 from kubedra.cluster import SqliteStore
-from kubedra.scheduler import scheduler as scheduler_module
 from kubedra.scheduler.explain import explain_claims, pod_claims, what_would_fit
+from kubedra.scheduler.plugins.dra import diagnosis as diagnosis_module
 from kubedra.scheduler.scheduler import Scheduler
 from tests.scheduler.cluster import gpu_node, gpu_pod, gpu_template, new_store
 from tests.scheduler.test_cluster_mode import Events
@@ -67,7 +67,7 @@ def test_diagnosis_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         gpu_node(store, f"n{i}", gpus=gpus)
     gpu_template(store, "three", 3)
     gpu_pod(store, "p", template="three")
-    monkeypatch.setattr(scheduler_module, "DIAGNOSED_NODES", 2)
+    monkeypatch.setattr(diagnosis_module, "DIAGNOSED_NODES", 2)
     events = Events()
     Scheduler(store, recorder=events).run_once()
     assert _condition(store, "p") == (

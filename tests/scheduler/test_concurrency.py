@@ -28,10 +28,11 @@ RUN_SCHEDULER = textwrap.dedent("""
 CRASH_BEFORE_BIND = textwrap.dedent("""
     import os, signal, sys
     from kubedra.cluster import SqliteStore
+    from kubedra.scheduler.plugins.binder import DefaultBinder
     from kubedra.scheduler.scheduler import Scheduler
-    def die(self, pod, node):
+    def die(self, state, pod, node):
         os.kill(os.getpid(), signal.SIGKILL)  # claims are written, the pod is not bound
-    Scheduler._bind = die
+    DefaultBinder.bind = die
     Scheduler(SqliteStore(sys.argv[1])).run_once()
 """)
 

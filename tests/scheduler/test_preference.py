@@ -15,6 +15,8 @@ from kubedra.api.loader import load
 from kubedra.api.resource import ResourceClaim
 from kubedra.cli.cluster import create_nodes
 from kubedra.cluster import SqliteStore
+from kubedra.scheduler.framework import CycleState, PodInfo
+from kubedra.scheduler.plugins import dra
 from kubedra.scheduler.policies import POLICIES
 from kubedra.scheduler.preference import MAX_SUBREQUESTS, most_preferred, preference
 from kubedra.scheduler.scheduler import Scheduler
@@ -34,20 +36,29 @@ def cluster(tmp_path: Path, example: str, profiles: list[tuple[str, int]]) -> Sq
     return store
 
 
+def claims_of(scheduler: Scheduler, pod: Pod) -> list[ResourceClaim]:
+    """The pod's claims as the DRA plugin's PreFilter resolves them."""
+    state = CycleState()
+    assert scheduler.dra is not None
+    scheduler.dra.pre_filter(state, PodInfo(pod))
+    return dra.claims_of(state)
+
+
 def best_possible(scheduler: Scheduler, pod: Pod) -> int:
     """The brute force the scheduler must agree with: the best preference any node offers
     the pod now, from an allocation on every node in turn."""
-    claims = scheduler._claims_of(pod)
+    claims = claims_of(scheduler, pod)
+    assert scheduler.dra is not None
     scores = [
         preference(claims, candidate.results)
         for node in scheduler.nodes()
-        for candidate in scheduler._candidates_on(pod, claims, node, {})
+        for candidate in scheduler.dra.candidates_on(pod, claims, node, {})
     ]
     return max(scores, default=-1)
 
 
 def placed_preference(store: SqliteStore, scheduler: Scheduler, pod: Pod) -> int:
-    claims = [store.get(ResourceClaim, c.name, c.namespace) for c in scheduler._claims_of(pod)]
+    claims = [store.get(ResourceClaim, c.name, c.namespace) for c in claims_of(scheduler, pod)]
     results = [c.status.allocation for c in claims if c.status and c.status.allocation]
     assert len(results) == len(claims)
     return preference(claims, results)

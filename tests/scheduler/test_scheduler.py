@@ -279,18 +279,19 @@ def test_a_pod_like_one_that_fit_nowhere_fails_the_same_way_until_something_is_f
     a, b, c = scheduler.run_once()
     assert a.node == "n1" and b.node is None and c.node is None
     assert b.message == c.message and "0/1 nodes are available" in (c.message or "")
-    assert len(scheduler._failed) == 1  # c was answered from b's failure
-    (equivalent,) = scheduler._failed
+    failures = scheduler.framework.failures
+    assert len(failures.failed) == 1  # c was answered from b's failure
+    (equivalent,) = failures.failed
     end(store, "a")
     scheduler.refresh()
     scheduler.release_ended()  # the GPU is free again: only n1 is worth a retry
-    assert scheduler._retry_scope(equivalent) == {"n1"}
+    assert failures.scope(equivalent) == {"n1"}
     scheduler.queue.wake_all()
     outcomes = sorted(scheduler.run_once(), key=lambda o: str(o.node))
     assert [str(o.node) for o in outcomes] == ["None", "n1"]
     assert outcomes[0].message == b.message  # the loser fails as before, from n1 alone
     with pytest.raises(Unschedulable):  # and nothing was freed since
-        scheduler._retry_scope(equivalent)
+        failures.scope(equivalent)
 
 
 def _extended_pod(store: SqliteStore, name: str, resource: str = "example.com/gpu",

@@ -15,7 +15,7 @@ else is made when a search first needs it and then kept, for the scheduler calls
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache, partial
 from itertools import chain, compress, count, repeat
 from operator import attrgetter, is_
@@ -38,7 +38,6 @@ from kubedra.api.resource import (
 )
 from kubedra.api.semver import Semver, SemverError
 from kubedra.cel import (
-    AttributeValue,
     CelCompileError,
     CelEvalError,
     CompiledSelector,
@@ -73,7 +72,6 @@ class DeviceEntry(msgspec.Struct, gc=False, eq=False):
     _consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] | None = None
     _policies: bool | None = None
     _view: DeviceView | None = None
-    _view_error: str | None = None
     _checked: bool = False  # `_fault` known
     _fault: str | None = None  # why every selector fails on the device
 
@@ -124,11 +122,13 @@ class DeviceEntry(msgspec.Struct, gc=False, eq=False):
         return policies
 
     @property
-    def view(self) -> DeviceView | None:
-        """The device as CEL selectors see it; None when every selector fails on it."""
-        if self._view is None and self._view_error is None:
-            self._view, self._view_error = device_view(self.key[0], self.device)
-        return self._view
+    def view(self) -> DeviceView:
+        """The device as CEL selectors see it (lazy: converts what a selector reads; a
+        device that fails every selector says so when a selector runs)."""
+        view = self._view
+        if view is None:
+            view = self._view = DeviceView.of(self.key[0], self.device)
+        return view
 
     def fault(self) -> str | None:
         """Why every selector fails on this device (checked once), or None."""
@@ -140,13 +140,6 @@ class DeviceEntry(msgspec.Struct, gc=False, eq=False):
                 self._fault = device_fault(self.device)
             self._checked = True
         return self._fault
-
-    @property
-    def view_error(self) -> str | None:
-        """Why every selector fails on this device (upstream rule), or None."""
-        if self._view is None and self._view_error is None:
-            self._view, self._view_error = device_view(self.key[0], self.device)
-        return self._view_error
 
     def attribute(self, name: str) -> Tagged | bool | None:
         """Constraint lookup: `domain/id` literally, else the bare id in the driver's domain.
@@ -262,37 +255,6 @@ class Gathered:
             if len(pools) == 1 and pools[0].usable
             else list(chain.from_iterable([p.devices for p in pools if p.usable]))
         )
-
-
-def device_view(driver: str, device: Device) -> tuple[DeviceView | None, str | None]:
-    """The device as CEL selectors see it, or why every selector fails on it.
-
-    Where the CEL package offers a lazy view (`DeviceView.of`: converts what a selector
-    reads, checks the device at its first evaluation) that one is used, and a device that
-    fails every selector says so when a selector runs.
-    """
-    lazy = _LAZY_VIEW
-    if lazy is not None:
-        return lazy(driver, device), None
-    attrs: dict[str, AttributeValue] = {}
-    for name, attr in device.attributes.items():
-        value = tagged(attr)
-        if value is None:
-            return None, f"attribute {name}: unsupported attribute value"
-        kind, values, is_list = value
-        if kind == "version":
-            try:
-                parsed = tuple(_semver(str(v)) for v in values)
-            except SemverError as exc:
-                return None, f"parse semantic version: {exc}"
-            attrs[name] = parsed if is_list else parsed[0]
-        else:
-            attrs[name] = values if is_list else values[0]  # type: ignore[assignment]
-    capacity = {name: cap.value for name, cap in device.capacity.items()}
-    return DeviceView(driver, attrs, capacity, bool(device.allow_multiple_allocations)), None
-
-
-_LAZY_VIEW: Callable[[str, Device], DeviceView] | None = getattr(DeviceView, "of", None)
 
 
 @lru_cache(maxsize=4096)
@@ -780,11 +742,8 @@ class Selector:
 
 
 def _run(compiled: CompiledSelector, entry: DeviceEntry) -> bool | CelEvalError:
-    view = entry.view
-    if view is None:
-        return CelEvalError(entry.view_error or "unsupported device")
     try:
-        return compiled.evaluate(view)
+        return compiled.evaluate(entry.view)
     except CelEvalError as exc:
         return exc
 

@@ -16,9 +16,17 @@ from kubedra.cel.callcost import RUNTIME, RuntimeRule
 from kubedra.cel.errors import BareKeyMissing, CelEvalError, CostLimitExceeded
 from kubedra.cel.patterns import bare_lookup, device_map, qualified_type
 from kubedra.cel.registry import Impl, Overload
-from kubedra.cel.stdlib import TYPE_NAMES
+from kubedra.cel.stdlib import TYPE_NAMES, searcher
 from kubedra.cel.types import BYTES, DEVICE, STRING, Type, has_dyn
-from kubedra.cel.values import CelType, MapBuilder, Optional, cel_equal, no_such_overload
+from kubedra.cel.values import (
+    MISSING,
+    CelType,
+    MapBuilder,
+    Optional,
+    cel_equal,
+    no_such_key,
+    no_such_overload,
+)
 
 Frame = list[object]
 Fn = Callable[[Frame], object]
@@ -33,6 +41,10 @@ _DEVICE_FIELDS: dict[str, Fn] = {
     "capacity": lambda f: f[0].capacity,  # type: ignore[attr-defined]
     "allowMultipleAllocations": lambda f: f[0].allow_multiple_allocations,  # type: ignore[attr-defined]
 }
+
+
+# Library constructors of a constant argument: pure, and their values immutable.
+_FOLDABLE = frozenset({"semver", "quantity"})
 
 
 class Compiler:
@@ -77,6 +89,9 @@ class Compiler:
         if type_name is not None:
             type_value = CelType(type_name)
             return lambda f: type_value
+        entry = self._device_entry(node)
+        if entry is not None:
+            return entry
         operand, name = self.compile(node.operand), node.field
         if node.test_only:
             return lambda f: rt.has_field(operand(f), name)
@@ -101,6 +116,46 @@ class Compiler:
         if node.operand.typ is not None and node.operand.typ.name == "map":
             return lambda f: rt.map_get(operand(f), key(f))  # type: ignore[arg-type]
         return lambda f: rt.index(operand(f), key(f))
+
+    def _device_domain_literal(self, node: ast.Node) -> tuple[str, str] | None:
+        """`device.<attributes|capacity>["domain"]` looked up strictly -> (map, domain)."""
+        if not (self.device and isinstance(node, ast.Index)) or node.optional:
+            return None
+        which = device_map(node.operand)
+        key = node.index
+        if which is None or "device" in self.slots:
+            return None
+        if not isinstance(key, ast.Literal) or type(key.value) is not str:
+            return None
+        if self.lenient and bare_lookup(node) is not None:
+            return None  # a dot-less key may name an entry of the driver's own domain
+        return which, key.value
+
+    def _device_entry(self, node: ast.Select) -> Fn | None:
+        """`device.attributes["domain"].name` (or capacity, or under has()): one lookup on
+        the view, which converts that entry alone (`DeviceView.attribute`)."""
+        if node.optional:
+            return None
+        found = self._device_domain_literal(node.operand)
+        if found is None:
+            return None
+        which, domain = found
+        name = node.field
+        qualified = f"{domain}/{name}"
+        if node.test_only:
+            method = "has_attribute" if which == "attributes" else "has_capacity"
+            test = operator.methodcaller(method, domain, name, qualified)
+            return lambda f: test(f[0])
+        method = "attribute" if which == "attributes" else "capacity_entry"
+        lookup = operator.methodcaller(method, domain, name, qualified)
+
+        def entry(f: Frame) -> object:
+            value = lookup(f[0])
+            if value is MISSING:
+                raise no_such_key(name)
+            return value
+
+        return entry
 
     def _device_domain(self, node: ast.Index, which: str, domain: str) -> Fn:
         """`device.attributes["domain"]`: a per-domain map, empty when unknown.
@@ -139,7 +194,53 @@ class Compiler:
         rule = RUNTIME.get(node.function)
         if self.iteration_costs is not None and rule is not None:
             return _charged(node, args, static, rule)
-        return _dispatch(node, args, static)
+        general = _dispatch(node, args, static)
+        if self.iteration_costs is None:
+            return self._specialised(node, args_nodes, args, general) or general
+        return general
+
+    def _specialised(
+        self, node: ast.Call, nodes: list[ast.Node], args: list[Fn], general: Fn
+    ) -> Fn | None:
+        """What cel-go does at every evaluation and need only be done once, for a program
+        that counts no cost: a library value built from constants (`semver("1.2.3")`,
+        `quantity("40Gi")`), the regular expression of a constant pattern, the lookup of a
+        constant domain in `device.attributes`. Each result equals the general path's."""
+        function = node.function
+        constants = [n.value for n in nodes if isinstance(n, ast.Literal)]
+        if function in _FOLDABLE and node.target is None and len(constants) == len(nodes):
+            try:
+                value = general([None, 0])
+            except Exception:
+                return None  # fails when (if ever) it runs, as cel-go's does
+            return lambda f: value
+        if function == "matches" and len(nodes) == 2 and isinstance(nodes[1], ast.Literal):
+            pattern = nodes[1].value
+            if type(pattern) is not str:
+                return None
+            try:
+                search = searcher(pattern)
+            except CelEvalError:
+                return None
+            text = args[0]
+
+            def matches(f: Frame) -> object:
+                value = text(f)
+                if type(value) is str:
+                    return search(value)
+                return general(f)  # the general path's error for another type
+
+            return matches
+        if function == "@in" and len(nodes) == 2 and isinstance(nodes[0], ast.Literal):
+            domain = nodes[0].value
+            found = device_map(nodes[1])
+            if not self.device or found is None or "device" in self.slots:
+                return None
+            if type(domain) is not str:
+                return None
+            has_domain = operator.methodcaller("has_domain", found, domain)
+            return lambda f: has_domain(f[0])
+        return None
 
     # -- logic -----------------------------------------------------------------------------
     def _logic(self, node: ast.Logic) -> Fn:
@@ -340,6 +441,19 @@ def _by_type(
             return impl(x)
 
         return one
+    if len(args) == 2 and len(positions) == 1:
+        a, b = args
+        by_one = {k[0]: v for k, v in table.items()}
+        at = positions[0]
+
+        def one_of_two(f: Frame) -> object:
+            x, y = a(f), b(f)
+            impl = by_one.get(type(y if at else x))
+            if impl is None:
+                raise no_such_overload(function, x, y)
+            return impl(x, y)
+
+        return one_of_two
     if len(args) == 2 and positions == [0, 1]:
         a, b = args
 

@@ -44,8 +44,9 @@ class CompiledSelector:
 
     def evaluate(self, device: DeviceView) -> bool:
         """True/False for `device`; raises CelEvalError as upstream's runtime errors."""
-        if device.list_attribute is not None and not self.list_attributes:
-            raise CelEvalError(f"attribute {device.list_attribute}: unsupported attribute value")
+        fault = device.fault(self.list_attributes)
+        if fault is not None:
+            raise CelEvalError(fault)  # upstream fails before it runs the program
         try:
             value = _run(self._fn, device, self._frame_size)
         except BareKeyMissing:

@@ -200,7 +200,29 @@ def _go_regex_error(exc: Exception) -> str:
 
 
 def matches(text: str, pattern: str) -> bool:
-    return compile_regex(pattern).search(text) is not None
+    return searcher(pattern)(text)
+
+
+@lru_cache(maxsize=256)
+def searcher(pattern: str) -> Callable[[str], bool]:
+    """Whether a pattern occurs in a text (`matches`), for one compiled pattern: RE2's
+    unanchored match called directly, without building the Match object (spans converted
+    back to str offsets) that `re2.search` builds and `matches` never reads."""
+    regexp = compile_regex(pattern)
+    low = getattr(regexp, "_regexp", None)
+    match = getattr(low, "Match", None)
+    anchor = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+    if match is None or anchor is None:  # another google-re2 layout: the public API
+        return lambda text: regexp.search(text) is not None
+
+    def search(text: str) -> bool:
+        data = text.encode("utf-8")
+        return bool(match(anchor, data, 0, len(data))[0] != _NO_MATCH)
+
+    return search
+
+
+_NO_MATCH = (-1, -1)
 
 
 def _add_strings(lib: Library) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 import msgspec
 
+from kubedra.allocator import DeviceRef
 from kubedra.api.core import (
     ContainerExtendedResourceRequest,
     Pod,
@@ -178,3 +179,14 @@ def with_extended_claim(pod: Pod, claim: ResourceClaim, served: dict[str, str]) 
     return msgspec.structs.replace(
         pod, status=msgspec.structs.replace(status, extended_resource_claim_status=recorded)
     )
+
+
+def allocated_refs(claim: ResourceClaim) -> list[DeviceRef]:
+    """The devices a claim's allocation holds (admin access holds none)."""
+    if claim.status is None or claim.status.allocation is None:
+        return []
+    return [
+        DeviceRef(r.driver, r.pool, r.device)
+        for r in claim.status.allocation.devices.results
+        if not r.admin_access
+    ]

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+import msgspec
+
 from kubedra.api.core import Container, Node, NodeSelector, Pod, Taint, Toleration
 from kubedra.api.quantity import Quantity
 from kubedra.api.selection import NodeSelectorError, node_selector_matches, untolerated
@@ -46,6 +48,13 @@ def pod_requests(pod: Pod) -> dict[str, Quantity]:
             if name not in total or q > total[name]:
                 total[name] = q
     return total
+
+
+def node_constraints(pod: Pod) -> bytes:
+    """What restricts a pod's nodes besides its requests: nodeName, selector, affinity,
+    tolerations, encoded (the key of the request-independent filters' verdicts)."""
+    s = pod.spec
+    return msgspec.json.encode([s.node_name, s.node_selector, s.affinity, s.tolerations])
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubedra.api.core import Pod
 
@@ -24,7 +25,8 @@ def pod_key(pod: Pod) -> PodKey:
     return (pod.namespace, pod.name)
 
 
-def _order(pod: Pod) -> tuple[int, str, str, str]:
+def priority_order(pod: Pod) -> tuple[int, str, str, str]:
+    """Higher priority first, then the older pod, then namespace and name."""
     return (
         -(pod.spec.priority or 0),
         pod.metadata.creation_timestamp or "",
@@ -35,10 +37,12 @@ def _order(pod: Pod) -> tuple[int, str, str, str]:
 
 @dataclass
 class SchedulingQueue:
-    """Active heap plus a backoff area; `clock` is injectable for tests and the simulator."""
+    """Active heap plus a backoff area; `clock` is injectable for tests and the simulator;
+    `order`: the QueueSort plugin's key (smaller first)."""
 
     clock: Callable[[], float]
-    _active: list[tuple[tuple[int, str, str, str], PodKey]] = field(default_factory=list)
+    order: Callable[[Pod], Any] = priority_order
+    _active: list[tuple[Any, PodKey]] = field(default_factory=list)
     _pods: dict[PodKey, Pod] = field(default_factory=dict)
     _attempts: dict[PodKey, int] = field(default_factory=dict)
     _backoff_until: dict[PodKey, float] = field(default_factory=dict)
@@ -50,7 +54,7 @@ class SchedulingQueue:
         known = key in self._pods
         self._pods[key] = pod
         if not known and key not in self._backoff_until:
-            heapq.heappush(self._active, (_order(pod), key))
+            heapq.heappush(self._active, (self.order(pod), key))
 
     def remove(self, key: PodKey) -> None:
         self._pods.pop(key, None)
@@ -97,7 +101,7 @@ class SchedulingQueue:
         self._backoff_until.pop(key, None)
         pod = self._pods.get(key)
         if pod is not None:
-            heapq.heappush(self._active, (_order(pod), key))
+            heapq.heappush(self._active, (self.order(pod), key))
         return True
 
     def scheduled(self, key: PodKey) -> None:
@@ -111,7 +115,7 @@ class SchedulingQueue:
             del self._backoff_until[key]
             pod = self._pods.get(key)
             if pod is not None:
-                heapq.heappush(self._active, (_order(pod), key))
+                heapq.heappush(self._active, (self.order(pod), key))
         return len(woken)
 
     def _expire_backoff(self) -> None:
@@ -121,7 +125,7 @@ class SchedulingQueue:
             self._parked.discard(key)
             pod = self._pods.get(key)
             if pod is not None:
-                heapq.heappush(self._active, (_order(pod), key))
+                heapq.heappush(self._active, (self.order(pod), key))
 
     def __len__(self) -> int:
         return len(self._pods)

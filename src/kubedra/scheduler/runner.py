@@ -200,6 +200,8 @@ class SchedulerRunner:
         self._finish_done()
         if self.config.claim_controller:
             self.scheduler.release_ended()
+        for outcome in self.scheduler.settle_waiting():  # pods Permit held, now settled
+            self._outcome(outcome, time.perf_counter())
         while self._in_flight < self.config.binders:
             pod = self.scheduler.queue.pop()
             if pod is None:

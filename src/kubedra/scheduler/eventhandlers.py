@@ -1,0 +1,96 @@
+"""What the scheduler does with each change the feed brings (upstream's eventhandlers.go and
+its queueing hints): update the cache, drop the tables and the plugins' memos that the
+change can make wrong, and wake the pods it can make fit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kubedra.api.core import ENDED_PHASES, Node, Pod, pod_runs
+from kubedra.api.meta import KubeObject
+from kubedra.api.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
+from kubedra.cluster.store import WatchEvent
+from kubedra.scheduler.cache import key_of
+from kubedra.scheduler.queue import pod_key
+
+if TYPE_CHECKING:
+    from kubedra.scheduler.scheduler import Scheduler
+
+# Kinds whose change can make an unschedulable pod fit (upstream's queueing hints).
+WAKING_KINDS = (ResourceSlice, ResourceClaim, DeviceClass, Node, DeviceTaintRule)
+
+
+def refresh(s: Scheduler) -> None:
+    """Bring the view up to date with the feed (a full load the first time)."""
+    events = s.feed.sync()
+    if not s.loaded:
+        _load(s, events)
+        return
+    woken = False
+    for event in events:
+        obj = event.obj
+        before = s.cache.of(type(obj)).get(key_of(obj))
+        if not s.cache.apply(event):
+            continue  # older than what this scheduler assumed: the view keeps its own
+        if s.own_write(event.resource_version):
+            continue  # already applied when written
+        if isinstance(obj, ResourceClaim):
+            if s.dra is not None:
+                for key in s.dra.claim_arrived(obj):
+                    s.queue.activate(key)
+            if not (
+                _is_allocated(obj) or (isinstance(before, ResourceClaim) and _is_allocated(before))
+            ):
+                continue  # a claim that holds no devices, before or after, changes no choice
+        woken |= _note_change(s, obj, event.type == "DELETED")
+    if woken:
+        s.queue.wake_all()
+
+
+def _load(s: Scheduler, events: list[WatchEvent]) -> None:
+    for event in events:
+        s.cache.apply(event)
+    s.loaded = True
+    s.invalidate()
+    for obj in s.cache.of(Pod).values():
+        assert isinstance(obj, Pod)
+        if s.is_pending(obj):
+            s.queue.add(obj)
+        elif not s.others.mine(obj):
+            s.others.changed(obj, pod_runs(obj))
+
+
+def _note_change(s: Scheduler, obj: KubeObject, deleted: bool) -> bool:
+    """Update derived state for one changed object; True if pending pods may now fit."""
+    if isinstance(obj, (ResourceSlice, DeviceTaintRule, Node)):
+        s.drop(inventory=True, view=True, nodes=True)
+        s.framework.nodes_changed()
+        s.framework.forget()
+    if isinstance(obj, ResourceClaim):
+        s.drop(allocated=True, view=True)
+        s.others.changed()
+        s.framework.forget()
+    if isinstance(obj, DeviceClass):
+        s.drop(classes=True)
+        s.framework.forget()
+    if isinstance(obj, Pod):
+        ended = deleted or (obj.status is not None and obj.status.phase in ENDED_PHASES)
+        if not s.others.mine(obj):
+            s.others.changed(obj, not deleted and pod_runs(obj))
+        if obj.spec.node_name:
+            s.drop(usage=True)  # a pending pod uses nothing on any node yet
+            s.touch(obj.spec.node_name)
+            if ended:
+                s.framework.freed({obj.spec.node_name})  # its CPU and memory
+        if not deleted and s.is_pending(obj):
+            s.queue.add(obj)
+            s.queue.activate(pod_key(obj))  # a parked pod's claims may be recorded now
+        else:
+            s.queue.remove(pod_key(obj))
+        return ended
+    return isinstance(obj, WAKING_KINDS)
+
+
+def _is_allocated(claim: ResourceClaim) -> bool:
+    return claim.status is not None and claim.status.allocation is not None
