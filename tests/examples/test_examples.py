@@ -131,8 +131,6 @@ def test_mig_3g40gb_instance(tmp_path: Path) -> None:
     assert device in ("gpu-0-mig-3g40gb-9-0", "gpu-0-mig-3g40gb-9-4")
 
 
-@pytest.mark.xfail(strict=True, reason="gang scheduling and topology constraints of PodGroups "
-                   "are not implemented yet: kubedra schedules the workers one by one")
 def test_gang_training_places_all_four_workers_on_one_node_or_none(tmp_path: Path) -> None:
     """Two l4x4 nodes have 8 GPUs, but no node holds the whole gang (4 workers x 2 GPUs,
     topology key kubernetes.io/hostname): upstream's gang admission binds none of them."""

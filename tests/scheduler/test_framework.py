@@ -74,12 +74,13 @@ def test_the_default_profile_runs_each_plugin_at_its_extension_points(store: Sql
     assert fw.queue_sort is not None and fw.queue_sort.name == "PrioritySort"
     assert names(fw.filters) == ["NodeAffinity", "NodeResourcesFit", "DynamicResources"]
     assert fw.node_order is not None and fw.node_order.name == "PlacementPolicy"
-    assert names(fw.node_filters) == ["DynamicResources"]
+    # GangScheduling's NodeFilter keeps a group in its topology domain, before allocating
+    assert names(fw.node_filters) == ["GangScheduling", "DynamicResources"]
     assert names(fw.scorers) == ["DynamicResources", "PlacementPolicy"]  # preference first
-    assert names(fw.reserves) == ["NodeResourcesFit", "DynamicResources"]
+    assert names(fw.reserves) == ["NodeResourcesFit", "GangScheduling", "DynamicResources"]
     assert names(fw.pre_binds) == ["DynamicResources"]
     assert names(fw.binders) == ["DefaultBinder"]
-    assert fw.permits == [] and fw.pre_enqueues == []
+    assert names(fw.permits) == names(fw.pre_enqueues) == ["GangScheduling"]
 
 
 def test_a_profile_names_known_plugins_once(store: SqliteStore) -> None:

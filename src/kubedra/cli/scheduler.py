@@ -12,6 +12,7 @@ from kubedra.cli.scheduling import POLICY_CHOICE
 from kubedra.cluster.kubernetes import KubeStore
 from kubedra.cluster.leader import LEASE_DURATION_S, RENEW_DEADLINE_S, RETRY_PERIOD_S
 from kubedra.cluster.rest import DEFAULT_BURST, DEFAULT_QPS
+from kubedra.scheduler.plugins.gang import GANG_TIMEOUT_S
 from kubedra.scheduler.runner import LEASE_NAMESPACE, LOST_LEASE, RunConfig, SchedulerRunner
 from kubedra.scheduler.runner import exit_lost_lease as _exit_lost_lease
 from kubedra.scheduler.verify import check_allocations
@@ -103,6 +104,14 @@ def scheduler() -> None:
     show_default=True,
     help="Binding cycles in flight at most (on a cluster).",
 )
+@click.option(
+    "--gang-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=GANG_TIMEOUT_S,
+    show_default=True,
+    help="Seconds the reserved pods of a gang (PodGroup with minCount) wait for the rest "
+    "of it before all are given back.",
+)
 @click.pass_obj
 @fails_cleanly
 def run(
@@ -122,6 +131,7 @@ def run(
     node_selector: str,
     shared_nodes: str,
     binders: int,
+    gang_timeout: float,
 ) -> None:
     """Schedule pods until SIGINT/SIGTERM, on a cluster or the embedded store."""
     backend = dataclasses.replace(settings.backend, qps=qps, burst=burst)
@@ -145,6 +155,7 @@ def run(
         shared_nodes=shared_nodes,
         claim_controller=not isinstance(store, KubeStore),
         strict_cel=settings.strict,
+        gang_timeout=gang_timeout,
     )
     runner = SchedulerRunner(store, config, election_store=election_store)
     stop = stop_on_signals()

@@ -104,6 +104,18 @@ class SchedulingQueue:
             heapq.heappush(self._active, (self.order(pod), key))
         return True
 
+    def hurry(self, key: PodKey) -> bool:
+        """Try a parked or backed-off pod now (a gang's pods are tried together). False
+        when it is neither."""
+        if key not in self._backoff_until:
+            return False
+        self._parked.discard(key)
+        del self._backoff_until[key]
+        pod = self._pods.get(key)
+        if pod is not None:
+            heapq.heappush(self._active, (self.order(pod), key))
+        return True
+
     def scheduled(self, key: PodKey) -> None:
         self.remove(key)
 

@@ -37,6 +37,7 @@ from kubedra.cluster.store import Store
 from kubedra.errors import Conflict, NotFound
 from kubedra.scheduler.feed import Feed, FeedStopped, LogFeed, WatchFeed
 from kubedra.scheduler.metrics import SchedulerMetrics
+from kubedra.scheduler.plugins.gang import GANG_TIMEOUT_S
 from kubedra.scheduler.scheduler import FEED_KINDS, Outcome, Plan, Scheduler, Written
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ class RunConfig:
     shared_nodes: str = "refuse"
     claim_controller: bool = False  # the embedded store: also the claim controller's part
     strict_cel: bool = False
+    gang_timeout: float = GANG_TIMEOUT_S  # a gang's reserved pods wait this long (s)
     identity: str = ""  # default: hostname_uuid, as kube-scheduler
 
     @property
@@ -111,6 +113,7 @@ class SchedulerRunner:
             node_selector=config.node_selector,
             shared_nodes=config.shared_nodes,
             recorder=self.recorder,
+            gang_timeout=config.gang_timeout,
         )
         self.metrics.watch(self.scheduler)
         self.elector = (

@@ -64,6 +64,7 @@ from kubedra.scheduler.plugins.dra import DynamicResources
 from kubedra.scheduler.plugins.dra.diagnosis import DIAGNOSED_NODES
 from kubedra.scheduler.plugins.dra.release import release_ended
 from kubedra.scheduler.plugins.extended_resources import ExtendedResources
+from kubedra.scheduler.plugins.gang import GANG_TIMEOUT_S
 from kubedra.scheduler.plugins.node_affinity import NodeAffinity
 from kubedra.scheduler.plugins.node_resources import NodeResourcesFit
 from kubedra.scheduler.policies import Policy, make_policy
@@ -123,6 +124,7 @@ class Scheduler(ClusterSnapshot):
         patience: float = PATIENCE_S,
         profile: Sequence[str] = DEFAULT_PROFILE,
         registry: Registry | None = None,
+        gang_timeout: float = GANG_TIMEOUT_S,
     ) -> None:
         """`feed`: where the view comes from (default: the store's change log).
         `claim_controller`: also generate claims from templates and free claims of ended
@@ -131,7 +133,9 @@ class Scheduler(ClusterSnapshot):
         `shared_nodes`: what to do with an owned node where another scheduler's pods hold
         devices: "refuse" to allocate devices there (it would race), or only "warn".
         `profile`: the plugins, in order (`plugins.DEFAULT_PROFILE`), from the in-tree
-        registry and `registry` (plugins of one's own)."""
+        registry and `registry` (plugins of one's own).
+        `gang_timeout`: how long the reserved pods of a gang wait for the rest of it before
+        all are given back (s; `plugins/gang/`)."""
         super().__init__(store, features or Features(), node_selector)
         if shared_nodes not in ("refuse", "warn"):
             raise ValueError(f"shared_nodes must be refuse or warn, not {shared_nodes!r}")
@@ -151,6 +155,7 @@ class Scheduler(ClusterSnapshot):
         self.others = OtherSchedulers(self.names, self.queue.clock, shared_nodes == "refuse")
         self.loaded = False
         self.waiting: WaitingPods[Plan] = WaitingPods(clock)
+        self.gang_timeout = gang_timeout
         self.framework = Framework(self, build(self, profile, IN_TREE, registry or {}))
         if self.framework.queue_sort is not None:
             self.queue.order = self.framework.queue_sort.queue_key
@@ -169,6 +174,8 @@ class Scheduler(ClusterSnapshot):
         outcomes = []
         while (pod := self.queue.pop()) is not None:
             outcomes.append(self.schedule(pod))
+            if self.waiting:  # a gang completed or was rejected: settle before the next pod
+                outcomes += self.settle_waiting()
         return outcomes + self.settle_waiting()
 
     def run(self, stop: Callable[[], bool], idle_sleep: float = 0.2) -> None:
@@ -221,16 +228,19 @@ class Scheduler(ClusterSnapshot):
 
     def settle_waiting(self) -> list[Outcome]:
         """Bind the pods Permit held that are allowed now; unreserve those rejected or
-        timed out."""
-        allowed, refused = self.waiting.settled()
-        outcomes = [schedule_one.refuse_waiting(self, p, why) for p, why in refused]
-        for plan in allowed:
-            with atomic(self.store):
-                written = self.write_claims(plan)
-            if not written.stage:
-                written = self.bind(plan, written)
-            outcomes.append(self.finish(plan, written))
-        return outcomes
+        timed out (until none is left: giving one back may reject the rest of its gang)."""
+        outcomes: list[Outcome] = []
+        while True:
+            allowed, refused = self.waiting.settled()
+            if not allowed and not refused:
+                return outcomes
+            outcomes += [schedule_one.refuse_waiting(self, p, why) for p, why in refused]
+            for plan in allowed:
+                with atomic(self.store):
+                    written = self.write_claims(plan)
+                if not written.stage:
+                    written = self.bind(plan, written)
+                outcomes.append(self.finish(plan, written))
 
     # --- the cache --------------------------------------------------------------------
 

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from kubedra.allocator import AllocatedState, DeviceOrder, Features, Inventory
     from kubedra.api.kinds import KubeObjectT
     from kubedra.api.resource import DeviceClass, ResourceClaim
+    from kubedra.cluster.events import Recorder
     from kubedra.cluster.store import Store
     from kubedra.scheduler.cache import ObjectCache
     from kubedra.scheduler.framework.cycle import Framework
@@ -76,6 +77,8 @@ class Handle(Protocol):
     others: OtherSchedulers
     on_allocate: Callable[[str, float], None] | None
     waiting: WaitingPods[Any]  # the pods Permit holds (allow or reject them by key)
+    recorder: Recorder  # events on objects (a PodGroup's)
+    gang_timeout: float  # how long Permit holds a gang's reserved pods (s)
 
     @property
     def framework(self) -> Framework: ...

@@ -7,12 +7,14 @@
     DynamicResources   ResourceClaims: resolved (templates), allocated, assumed, written,
                        released (`dra/`)
     PlacementPolicy    the placement policy (`policies/`): node order, device order, score
+    GangScheduling     PodGroups: a gang all or nothing, a group in one topology domain
+                       (`gang/`)
     DefaultBinder      pods/binding
 
 The profile's order is the order plugins run at every extension point. A gang plugin
 (PodGroups: PreEnqueue until a gang's pods exist, Permit holding each reserved pod until
 all are, topology Filter/Score for where a gang fits) is added by registering it and
-naming it in the profile, before DynamicResources; the framework needs no change.
+naming it in the profile, before DynamicResources: GangScheduling is that plugin.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from kubedra.scheduler.framework.registry import PluginFactory
 from kubedra.scheduler.plugins.binder import DefaultBinder
 from kubedra.scheduler.plugins.dra import DynamicResources
 from kubedra.scheduler.plugins.extended_resources import ExtendedResources
+from kubedra.scheduler.plugins.gang import GangScheduling
 from kubedra.scheduler.plugins.node_affinity import NodeAffinity
 from kubedra.scheduler.plugins.node_resources import NodeResourcesFit
 from kubedra.scheduler.plugins.placement import PlacementPolicy
@@ -33,6 +36,7 @@ IN_TREE: dict[str, PluginFactory] = {
         NodeAffinity,
         NodeResourcesFit,
         ExtendedResources,
+        GangScheduling,
         DynamicResources,
         PlacementPolicy,
         DefaultBinder,
@@ -43,7 +47,7 @@ DEFAULT_PROFILE: tuple[str, ...] = (
     "NodeAffinity",
     "NodeResourcesFit",
     "ExtendedResources",
-    # a gang/topology plugin ("Coscheduling") goes here
+    "GangScheduling",
     "DynamicResources",
     "PlacementPolicy",
     "DefaultBinder",
