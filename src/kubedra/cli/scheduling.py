@@ -25,6 +25,7 @@ from kubedra.api.resource import (
     ResourceClaim,
     ResourceSlice,
 )
+from kubedra.api.scheduling import PodGroup
 from kubedra.cli.bound import explain_bound
 from kubedra.cli.columns import device_memory, device_product
 from kubedra.cli.complete import kinds, node_names, object_names
@@ -38,6 +39,8 @@ from kubedra.errors import KubedraError
 from kubedra.scheduler.explain import (
     NodeGroup,
     explain_claims,
+    explain_gang,
+    gang_json,
     group_json,
     pod_claims,
     what_would_fit,
@@ -105,16 +108,21 @@ def explain(
 ) -> None:
     """Why a pod or claim fits where it does, or nowhere (`explain pod|claim NAME`): per
     node group the funnels and the blockers, and what would make it fit (for a bound pod:
-    its devices, the selectors they passed, and the funnel before the bind). Without a
+    its devices, the selectors they passed, and the funnel before the bind). `explain
+    podgroup NAME` (pg): whether the gang is scheduled, waits, or fits nowhere and why, in
+    one line with the numbers; then its pods and its PodGroup's condition. Without a
     NAME, as kubectl explain, the documentation of a kind or field: `explain rc`,
     `explain resourceclaim.spec.devices`, `explain pod.spec.resourceClaims`."""
     if name is None:
         if output != "text":
-            raise click.UsageError("-o json is for `explain pod|claim NAME`")
+            raise click.UsageError("-o json is for `explain pod|claim|podgroup NAME`")
         sys.stdout.write(_field_docs(kind, recursive))
         return
     cls = _explained_kind(kind)
     store = settings.open_store()
+    if cls is PodGroup:
+        _explain_gang(store, name, namespace, settings.strict, output)
+        return
     if cls is Pod:
         pod = store.get(Pod, name, namespace)
         if pod.spec.node_name:
@@ -143,13 +151,31 @@ def _explained_kind(kind: str) -> type[KubeObject]:
         cls = ResourceClaim if kind.lower() == "claim" else resolve(kind)
     except KeyError:
         cls = None
-    if cls not in (Pod, ResourceClaim):
+    if cls not in (Pod, ResourceClaim, PodGroup):
         raise click.UsageError(
-            f"explain KIND NAME says why a pod or claim is placed or pending (pod, po, claim, "
-            f"rc), not a {kind}; `explain {kind}` without a name documents its fields"
+            f"explain KIND NAME says why a pod, claim or pod group is placed or pending (pod, "
+            f"po, claim, rc, podgroup, pg), not a {kind}; `explain {kind}` without a name "
+            "documents its fields"
         )
     assert cls is not None
     return cls
+
+
+def _explain_gang(store: Store, name: str, namespace: str, strict: bool, output: str) -> None:
+    """`explain podgroup NAME`: the verdict in one line, the pods, the condition."""
+    gang = explain_gang(Scheduler(store, strict_cel=strict), namespace, name)
+    if output == "json":
+        click.echo(json.dumps(gang_json(gang), indent=2))
+        return
+    click.echo(f"podgroup {namespace}/{name}: {gang.verdict}")
+    wanted = f"minCount {gang.min_count}" if gang.min_count else "no PodGroup"
+    where = f", all in one {gang.topology_key}" if gang.topology_key else ""
+    click.echo(f"pods: {len(gang.members)} ({wanted}{where})")
+    for m in gang.members:
+        says = f"on {m.node}" if m.node else "pending" + (f": {m.message}" if m.message else "")
+        click.echo(f"  {m.name}: {says}")
+    if gang.min_count:
+        click.echo(f"condition: {gang.condition or 'none yet (the scheduler has not tried it)'}")
 
 
 def _field_docs(path: str, recursive: bool) -> str:

@@ -4,6 +4,15 @@ For a template, the claim is generated once per pod, as upstream's resourceclaim
 controller does: `generateName` `<pod>-<pod claim>-`, the pod as controlling owner (so the
 claim is deleted with it), the annotation `resource.kubernetes.io/pod-claim-name`, and the
 pod's `status.resourceClaimStatuses` recording the generated name.
+
+A PodGroup's claims (KEP-5729, DRAWorkloadResourceClaims): a pod's entry that matches an
+entry of its PodGroup's `spec.resourceClaims` (same name, same claim or template) means
+the group's claim, not one of its own. A template entry of the group gets one claim for the
+whole group, made as the resourceclaim controller makes it for a PodGroup: `generateName`
+`<podgroup>-<claim>-`, the PodGroup as controlling owner (deleted with it), and the
+PodGroup's `status.resourceClaimStatuses` recording the generated name. Such a claim is
+reserved for the group (one `reservedFor` entry: apiGroup scheduling.k8s.io, resource
+podgroups), not for each pod.
 """
 
 from __future__ import annotations
@@ -28,8 +37,17 @@ from kubedra.api.resource import (
     DeviceRequest,
     ExactDeviceRequest,
     ResourceClaim,
+    ResourceClaimConsumerReference,
     ResourceClaimSpec,
     ResourceClaimTemplate,
+)
+from kubedra.api.scheduling import API_VERSION as SCHEDULING_API_VERSION
+from kubedra.api.scheduling import GROUP as SCHEDULING_GROUP
+from kubedra.api.scheduling import (
+    PodGroup,
+    PodGroupResourceClaim,
+    PodGroupResourceClaimStatus,
+    PodGroupStatus,
 )
 from kubedra.cluster.sqlite import generated_name
 
@@ -93,6 +111,106 @@ def with_claim_status(pod: Pod, entry: str, claim_name: str) -> Pod:
     entries = (*kept, PodResourceClaimStatus(name=entry, resource_claim_name=claim_name))
     return msgspec.structs.replace(
         pod, status=msgspec.structs.replace(status, resource_claim_statuses=entries)
+    )
+
+
+# --- PodGroup claims (KEP-5729) -------------------------------------------------------------
+
+# The group's entry a generated claim was made for (the pod-claim-name annotation's
+# counterpart for a PodGroup).
+PODGROUP_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/podgroup-claim-name"
+PODGROUPS = "podgroups"
+
+
+def pod_group_of(pod: Pod) -> tuple[str, str] | None:
+    """(namespace, PodGroup name) of the pod's `spec.schedulingGroup`, if any."""
+    group = pod.spec.scheduling_group
+    if group is None or not group.pod_group_name:
+        return None
+    return (pod.namespace, group.pod_group_name)
+
+
+def group_entry(pg: PodGroup | None, entry: PodResourceClaim) -> PodGroupResourceClaim | None:
+    """The group's entry that the pod's entry means, if any: upstream's rule is an entry of
+    the same name with the same source (the same claim name, or the same template)."""
+    if pg is None:
+        return None
+    for shared in pg.spec.resource_claims:
+        if (
+            shared.name == entry.name
+            and shared.resource_claim_name == entry.resource_claim_name
+            and shared.resource_claim_template_name == entry.resource_claim_template_name
+        ):
+            return shared
+    return None
+
+
+def group_claim_name(pg: PodGroup, entry: PodGroupResourceClaim) -> str | None:
+    """The claim of a group entry: named directly, or recorded for a generated claim."""
+    if entry.resource_claim_name:
+        return entry.resource_claim_name
+    statuses = pg.status.resource_claim_statuses if pg.status else ()
+    return next((s.resource_claim_name for s in statuses if s.name == entry.name), None)
+
+
+def podgroup_owner(pg: PodGroup) -> OwnerReference:
+    """The PodGroup as controlling owner: its generated claims are deleted with it."""
+    return OwnerReference(
+        api_version=SCHEDULING_API_VERSION,
+        kind="PodGroup",
+        name=pg.name,
+        uid=pg.metadata.uid or "",
+        controller=True,
+        block_owner_deletion=True,
+    )
+
+
+def podgroup_consumer(pg: PodGroup) -> ResourceClaimConsumerReference:
+    """The `reservedFor` entry of a claim reserved for a whole PodGroup."""
+    return ResourceClaimConsumerReference(
+        api_group=SCHEDULING_GROUP, resource=PODGROUPS, name=pg.name, uid=pg.metadata.uid or ""
+    )
+
+
+def is_podgroup_consumer(ref: ResourceClaimConsumerReference) -> bool:
+    return ref.resource == PODGROUPS and ref.api_group == SCHEDULING_GROUP
+
+
+def generated_group_claim(
+    pg: PodGroup, entry: PodGroupResourceClaim, template: ResourceClaimTemplate
+) -> ResourceClaim:
+    """The claim to create for a template entry of the group (not yet stored)."""
+    tmeta = template.spec.metadata or ObjectMeta()
+    prefix = f"{pg.name}-{entry.name}"[: _MAX_PREFIX - 1] + "-"
+    meta = ObjectMeta(
+        generate_name=prefix,
+        namespace=pg.namespace,
+        labels=dict(tmeta.labels),
+        annotations={**tmeta.annotations, PODGROUP_CLAIM_NAME_ANNOTATION: entry.name},
+        owner_references=(podgroup_owner(pg),),
+    )
+    return ResourceClaim(
+        api_version="resource.k8s.io/v1",
+        kind="ResourceClaim",
+        metadata=meta,
+        spec=template.spec.spec,
+    )
+
+
+def is_owned_by_group(claim: ResourceClaim, pg: PodGroup) -> bool:
+    return any(
+        ref.uid == pg.metadata.uid and ref.controller and ref.kind == "PodGroup"
+        for ref in claim.metadata.owner_references
+    )
+
+
+def with_group_claim_status(pg: PodGroup, entry: str, claim_name: str) -> PodGroup:
+    """The PodGroup with `status.resourceClaimStatuses` recording a generated claim."""
+    status = pg.status or PodGroupStatus()
+    kept = tuple(s for s in status.resource_claim_statuses if s.name != entry)
+    entries = (*kept, PodGroupResourceClaimStatus(name=entry, resource_claim_name=claim_name))
+    return msgspec.structs.replace(
+        pg, status=msgspec.structs.replace(status, resource_claim_statuses=entries)
     )
 
 

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 from kubedra.api.core import ENDED_PHASES, Node, Pod, pod_runs
 from kubedra.api.meta import KubeObject
 from kubedra.api.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
+from kubedra.api.scheduling import PodGroup
 from kubedra.cluster.store import WatchEvent
 from kubedra.scheduler.cache import key_of
+from kubedra.scheduler.claims import pod_group_of
 from kubedra.scheduler.queue import pod_key
 
 if TYPE_CHECKING:
@@ -35,6 +37,12 @@ def refresh(s: Scheduler) -> None:
             continue  # older than what this scheduler assumed: the view keeps its own
         if s.own_write(event.resource_version):
             continue  # already applied when written
+        if isinstance(obj, PodGroup):
+            if event.type != "DELETED":
+                # pods parked until their group existed (or recorded its claims) go now
+                for key in group_pods(s, key_of(obj)):
+                    s.queue.activate(key)
+            continue  # a group changes no node's fit: the gang plugin reads it per cycle
         if isinstance(obj, ResourceClaim):
             if s.dra is not None:
                 for key in s.dra.claim_arrived(obj):
@@ -46,6 +54,15 @@ def refresh(s: Scheduler) -> None:
         woken |= _note_change(s, obj, event.type == "DELETED")
     if woken:
         s.queue.wake_all()
+
+
+def group_pods(s: Scheduler, group: tuple[str, str]) -> list[tuple[str, str]]:
+    """The pending pods of a PodGroup (namespace, name), by queue key."""
+    return [
+        pod_key(p)
+        for p in s.cache.of(Pod).values()
+        if isinstance(p, Pod) and not p.spec.node_name and pod_group_of(p) == group
+    ]
 
 
 def _load(s: Scheduler, events: list[WatchEvent]) -> None:

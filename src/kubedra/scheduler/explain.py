@@ -13,6 +13,8 @@ free, the kind of node that would.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,8 +26,11 @@ from kubedra.allocator.blockers import Holders
 from kubedra.api.core import Node, Pod
 from kubedra.api.quantity import Quantity
 from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
+from kubedra.errors import KubedraError, NotFound
 from kubedra.scheduler.claims import generated_claim, recorded_claim_name
 from kubedra.scheduler.hints import hints
+from kubedra.scheduler.plugins.gang import status, topology
+from kubedra.scheduler.plugins.gang.plugin import GangScheduling, min_count
 from kubedra.scheduler.scheduler import Scheduler, Unschedulable
 
 
@@ -188,3 +193,241 @@ def _unsaved(claim: ResourceClaim) -> ResourceClaim:
     hints say whose it is (the API server adds the suffix only when creating it)."""
     meta = msgspec.structs.replace(claim.metadata, name=claim.metadata.generate_name)
     return msgspec.structs.replace(claim, metadata=meta)
+
+
+# --- gangs -------------------------------------------------------------------------------
+#
+# Why a PodGroup is placed, waits, or fits nowhere, in one line with the numbers: computed
+# live from the scheduler's view with the GangScheduling plugin's own functions (its
+# members, minCount, `topology.gang_need`, `domain_free`, `best_fit`), so that the line says
+# what the plugin will decide. As the plugin's, the counts are of devices passing the
+# request's DeviceClass; the request's own selectors are named (`memory > 40Gi`), not
+# counted.
+
+GANG_SCHEDULED = "scheduled"
+GANG_WAITING_PODS = "waiting for pods"
+GANG_WAITING_GROUP = "waiting for its PodGroup"
+GANG_UNSCHEDULABLE = "unschedulable"
+GANG_PENDING = "pending"
+# Without a topology constraint the free devices are counted over this label, which the
+# kubelet sets on every node.
+HOSTNAME = "kubernetes.io/hostname"
+
+
+@dataclass(frozen=True)
+class GangMember:
+    name: str
+    node: str  # "" while pending
+    message: str  # pending: what the scheduler last said (its PodScheduled condition)
+
+
+@dataclass(frozen=True)
+class GangExplanation:
+    namespace: str
+    name: str
+    state: str  # one of GANG_*
+    reason: str  # the one line, with the numbers
+    min_count: int  # 0 when the PodGroup does not exist
+    topology_key: str
+    members: tuple[GangMember, ...]
+    condition: str  # the PodGroupInitiallyScheduled condition in one line ("" when none)
+    gang: bool = False  # the PodGroup has a gang policy (all or nothing)
+
+    @property
+    def verdict(self) -> str:
+        return f"{self.state}: {self.reason}"
+
+
+def explain_gang(scheduler: Scheduler, namespace: str, name: str) -> GangExplanation:
+    """The verdict on PodGroup `namespace/name` (NotFound when neither it nor a pod naming
+    it exists), its members and its condition."""
+    scheduler.refresh()
+    plugin = GangScheduling(scheduler)
+    group = (namespace, name)
+    pg = plugin.pod_group(group)
+    pods = sorted(plugin.members(group), key=lambda p: p.name)
+    members = tuple(GangMember(p.name, p.spec.node_name or "", _scheduled_message(p)) for p in pods)
+    if pg is None:
+        if not pods:
+            raise NotFound(f'PodGroup "{name}" not found')
+        reason = f"{len(pods)} pod(s) name pod group {name}, which does not exist"
+        return GangExplanation(namespace, name, GANG_WAITING_GROUP, reason, 0, "", members, "")
+    needed = min_count(pg)
+    constraints = pg.spec.scheduling_constraints
+    key = constraints.topology[0].key if constraints and constraints.topology else ""
+    found = status.condition(pg)
+    condition = (
+        ""
+        if found is None
+        else f"{found.type}={found.status} ({found.reason or 'no reason'}): {found.message or ''}"
+    )
+    state, reason = _gang_verdict(scheduler, pods, needed, key, status.initially_scheduled(pg))
+    gang = pg.spec.scheduling_policy.gang is not None
+    return GangExplanation(namespace, name, state, reason, needed, key, members, condition, gang)
+
+
+def _scheduled_message(pod: Pod) -> str:
+    conditions = pod.status.conditions if pod.status else ()
+    found = next((c for c in conditions if c.type == "PodScheduled"), None)
+    return (found.message or found.reason or "") if found is not None else ""
+
+
+def _gang_verdict(
+    scheduler: Scheduler, pods: Sequence[Pod], needed: int, key: str, scheduled: bool
+) -> tuple[str, str]:
+    bound = [p for p in pods if p.spec.node_name]
+    labels = {n.name: n.metadata.labels for n in scheduler.nodes()}
+    held = sorted({v for p in bound if (v := labels.get(p.spec.node_name or "", {}).get(key))})
+    if scheduled or (bound and len(bound) >= needed):
+        nodes = sorted({p.spec.node_name or "" for p in bound})
+        where = f" in {key} {', '.join(held)}" if key and held else ""
+        on = f", on {_names(nodes)}" if nodes else ""
+        return GANG_SCHEDULED, f"{len(bound)} of minCount {needed} pod(s) bound{where}{on}"
+    if len(pods) < needed:
+        return GANG_WAITING_PODS, f"has {len(pods)} of minCount {needed} pod(s)"
+    pending = [p for p in pods if not p.spec.node_name]
+    need = topology.gang_need(scheduler, pending)
+    if not need:
+        return GANG_PENDING, "the gang claims no devices: its pods wait only for the scheduler"
+    wants = _wants(scheduler, pending, need)
+    short = key.rpartition("/")[2] or key
+    if not key:
+        total = _sum(topology.domain_free(scheduler, HOSTNAME, need))
+        lacking = [c for c in need if need[c] > total[c]]
+        has = ", ".join(f"{total[c]}{_of(c, need)} free" for c in (lacking or need))
+        if lacking:
+            return GANG_UNSCHEDULABLE, f"needs {wants}; the cluster has {has}"
+        return GANG_PENDING, f"fits by count: needs {wants}; the cluster has {has}"
+    free = topology.domain_free(scheduler, key, need)
+    if not free:
+        return GANG_UNSCHEDULABLE, topology.no_domain(key, need, free)
+    if held:  # members bound already: the rest must join their domain
+        counts = free.get(held[0]) or Counter()
+        lacking = [c for c in need if need[c] > counts[c]]
+        has = ", ".join(f"{counts[c]}{_of(c, need)} free" for c in (lacking or need))
+        line = f"needs {wants} more in {short} {held[0]}, where its bound pods are; it has {has}"
+        return (GANG_UNSCHEDULABLE if lacking else GANG_PENDING), line
+    domain = topology.best_fit(need, free)
+    if domain is not None:
+        has = ", ".join(f"{free[domain][c]}{_of(c, need)}" for c in need)
+        line = f"fits in {short} {domain} (best fit): needs {wants} in one {key}; it has {has} free"
+        return GANG_PENDING, line
+    lacking = [c for c in need if need[c] > max(f[c] for f in free.values())]
+    if lacking:
+        largest = []
+        for c in lacking:
+            value = max(free, key=lambda v: (free[v][c], v))
+            largest.append(f"{free[value][c]}{_of(c, need)} free ({value})")
+        tail = f"the largest {short} has {', '.join(largest)}"
+    else:
+        tail = f"no {short} has all of them free at once"
+    return GANG_UNSCHEDULABLE, f"needs {wants} in one {key}; {tail}"
+
+
+def _names(names: Sequence[str], shown: int = 4) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
+def _of(klass: str, need: Mapping[str, int]) -> str:
+    """` of class c` where the gang asks for several classes (one: the count says it)."""
+    return f" of class {klass}" if len(need) > 1 else ""
+
+
+def _sum(free: Mapping[str, Counter[str]]) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for counts in free.values():
+        total.update(counts)
+    return total
+
+
+def _wants(scheduler: Scheduler, pods: Sequence[Pod], need: Mapping[str, int]) -> str:
+    """`18 device(s) of class gpu (memory > 40Gi)`: the gang's need per class, with the
+    selectors its requests add to the class's (summarised)."""
+    selectors: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for pod in pods:
+        try:
+            claims = pod_claims(scheduler, pod)
+        except (KubedraError, Unschedulable):
+            continue
+        for claim in claims:
+            if claim.name in seen or (claim.status is not None and claim.status.allocation):
+                continue
+            seen.add(claim.name)
+            for request in claim.spec.devices.requests:
+                exact = request.exactly or (
+                    request.first_available[0] if request.first_available else None
+                )
+                if exact is None:
+                    continue
+                said = selectors.setdefault(exact.device_class_name, [])
+                for s in exact.selectors:
+                    if s.cel is not None:
+                        for text in summarise_selector(s.cel.expression):
+                            if text not in said:
+                                said.append(text)
+    parts = []
+    for klass, count in sorted(need.items()):
+        said = selectors.get(klass) or []
+        parts.append(
+            f"{count} device(s) of class {klass}" + (f" ({', '.join(said)})" if said else "")
+        )
+    return " + ".join(parts)
+
+
+_PATH = r'((?:\[\s*"[^"]*"\s*\]|\.\w+)+)'
+_CAPACITY = re.compile(
+    r"device\.capacity" + _PATH + r'\s*\.\s*(isGreaterThan|isLessThan|compareTo)\(\s*quantity\(\s*"'
+    r'([^"]+)"\s*\)\s*\)(?:\s*(>=|<=|==|!=|>|<)\s*(-?\d+))?'
+)
+_ATTRIBUTE = re.compile(r"device\.attributes" + _PATH + r'\s*(==|!=|>=|<=|>|<)\s*("[^"]*"|[\w.]+)')
+_LAST = re.compile(r'(?:\["([^"]*)"\]|\.(\w+))\s*$')
+_SHORT_EXPRESSION = 48  # an expression not summarised is shown when at most this long
+
+
+def summarise_selector(expression: str) -> list[str]:
+    """A request selector in a few words: capacity comparisons (`memory > 40Gi`) and
+    attribute comparisons (`productName == "H100"`); else the expression itself when short,
+    or `a CEL selector`."""
+    out = []
+    for m in _CAPACITY.finditer(expression):
+        label, call, value, op, zero = (m.group(i) for i in range(1, 6))
+        label = _last(label)
+        if call == "isGreaterThan":
+            out.append(f"{label} > {value}")
+        elif call == "isLessThan":
+            out.append(f"{label} < {value}")
+        elif op is not None and zero == "0":
+            out.append(f"{label} {op} {value}")
+    for m in _ATTRIBUTE.finditer(expression):
+        out.append(f"{_last(m.group(1))} {m.group(2)} {m.group(3)}")
+    if out:
+        return out
+    text = " ".join(expression.split())
+    return [text if len(text) <= _SHORT_EXPRESSION else "a CEL selector"]
+
+
+def _last(path: str) -> str:
+    m = _LAST.search(path)
+    if m is None:
+        return path
+    name = m.group(1) if m.group(1) is not None else m.group(2)
+    return name.rpartition("/")[2]
+
+
+def gang_json(gang: GangExplanation) -> dict[str, Any]:
+    """`kubedra explain podgroup -o json`."""
+    return {
+        "object": f"podgroup {gang.namespace}/{gang.name}",
+        "state": gang.state,
+        "reason": gang.reason,
+        "minCount": gang.min_count,
+        "topologyKey": gang.topology_key or None,
+        "gang": gang.gang,
+        "members": [
+            {"pod": m.name, "node": m.node or None, "message": m.message or None}
+            for m in gang.members
+        ],
+        "condition": gang.condition or None,
+    }

@@ -7,6 +7,12 @@ the previous call, oldest first per kind. Two feeds, one contract:
 - `WatchFeed` keeps one reflector per kind (list, then watch; relist after 410; reconnect
   with backoff) running in the background, as an informer does: for the API server, where
   asking is a network round trip and the watch is the way to stay current.
+
+Some kinds are optional (`OPTIONAL_KINDS`: scheduling.k8s.io/v1beta1 PodGroups, which a
+cluster without that API version does not serve): "not found" (or "forbidden": a role
+without them) when listing one counts as an empty list, so the scheduler starts without
+it, and the listing is tried again every `OPTIONAL_RETRY_S` (the API may be enabled
+later), as upstream's informers for a disabled API are simply not started.
 """
 
 from __future__ import annotations
@@ -19,14 +25,19 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from kubedra.api.meta import KubeObject
+from kubedra.api.scheduling import PodGroup, Workload
 from kubedra.cluster.reflector import Reflector
-from kubedra.cluster.rest import ClusterError
+from kubedra.cluster.rest import ClusterError, Forbidden
 from kubedra.cluster.store import EventType, Store, WatchEvent
+from kubedra.errors import NotFound
 from kubedra.scheduler.cache import rv_of
 
 log = logging.getLogger(__name__)
 RESTART_DELAY_S = 1.0  # after an unexpected error in a reflector, before it goes on
 WATCH_IDLE_S = 60.0  # a watch request quiet this long is renewed (bookmarks keep it alive)
+OPTIONAL_RETRY_S = 60.0  # an optional kind the server did not serve is listed again after
+# Kinds the server may not serve: listed as empty when it answers "not found".
+OPTIONAL_KINDS: tuple[type[KubeObject], ...] = (PodGroup, Workload)
 
 
 class Feed(Protocol):
@@ -42,18 +53,30 @@ class FeedStopped(Exception):
 class LogFeed:
     """The change log of a store, read on demand."""
 
-    def __init__(self, store: Store, kinds: Sequence[type[KubeObject]]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        kinds: Sequence[type[KubeObject]],
+        optional: Sequence[type[KubeObject]] = OPTIONAL_KINDS,
+    ) -> None:
         self.store, self.kinds = store, tuple(kinds)
+        self.optional = frozenset(optional)
         self.rv: int | None = None
 
     def sync(self) -> builtins.list[WatchEvent]:
         if self.rv is None:
             rv = self.store.resource_version()  # before listing: a change between is seen twice
-            events = [
-                WatchEvent(EventType.ADDED, rv_of(obj), obj)
-                for cls in self.kinds
-                for obj in self.store.list(cls)
-            ]
+            events = []
+            for cls in self.kinds:
+                try:
+                    listed = self.store.list(cls)
+                except NotFound:
+                    if cls not in self.optional:
+                        raise
+                    self.kinds = tuple(k for k in self.kinds if k is not cls)
+                    log.info("%s: not served; going on without it", cls.KIND)
+                    continue
+                events += [WatchEvent(EventType.ADDED, rv_of(obj), obj) for obj in listed]
             self.rv = rv
             return events
         events = self.store.changes(self.rv, self.kinds)
@@ -74,8 +97,10 @@ class WatchFeed:
         kinds: Sequence[type[KubeObject]],
         wake: threading.Event | None = None,
         idle: float = WATCH_IDLE_S,
+        optional: Sequence[type[KubeObject]] = OPTIONAL_KINDS,
     ) -> None:
         self.store, self.kinds = store, tuple(kinds)
+        self.optional = frozenset(optional)
         self.wake = wake or threading.Event()
         self.idle = idle
         self.reflectors = [Reflector(store, cls) for cls in self.kinds]
@@ -134,6 +159,18 @@ class WatchFeed:
                 for event in reflector.events(self._stop, idle=self.idle):
                     self._inbox.put(event)
                     self.wake.set()
+            except (NotFound, Forbidden) as err:
+                if reflector.synced or reflector.cls not in self.optional:
+                    log.warning("%s: %s (retrying)", reflector.cls.KIND, err)
+                    self._stop.wait(RESTART_DELAY_S)
+                    continue
+                # an API the server does not serve (or this scheduler may not list): empty
+                # for now, looked for again later
+                if reflector.cls.KIND not in self._listed:
+                    log.warning("%s: %s; going on without it", reflector.cls.KIND, err)
+                    self._listed.add(reflector.cls.KIND)
+                    self.wake.set()
+                self._stop.wait(OPTIONAL_RETRY_S)
             except ClusterError as err:  # the first listing: the server away or refusing
                 log.warning("%s: %s (retrying)", reflector.cls.KIND, err)
                 self._stop.wait(RESTART_DELAY_S)

@@ -43,12 +43,13 @@ from kubedra.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from kubedra.api.scheduling import PodGroup
 from kubedra.cluster.events import LogRecorder, Recorder
 from kubedra.cluster.store import Store, atomic
 from kubedra.errors import Conflict, NotFound
 from kubedra.scheduler import eventhandlers, schedule_one
 from kubedra.scheduler.binding import FINALIZER, MAX_RESERVED_FOR, PATIENCE_S
-from kubedra.scheduler.feed import Feed, LogFeed
+from kubedra.scheduler.feed import OPTIONAL_KINDS, Feed, LogFeed
 from kubedra.scheduler.framework import (
     Framework,
     Plugin,
@@ -83,6 +84,7 @@ FEED_KINDS: tuple[type[KubeObject], ...] = (
     DeviceClass,
     ResourceClaim,
     ResourceClaimTemplate,
+    PodGroup,
     Pod,
 )
 
@@ -94,6 +96,7 @@ __all__ = [
     "FEED_KINDS",
     "FINALIZER",
     "MAX_RESERVED_FOR",
+    "OPTIONAL_KINDS",
     "SCHEDULER_NAMES",
     "Outcome",
     "Plan",

@@ -4,6 +4,9 @@ One `Reflector` per kind lists it, then follows its watch (relisting after 410 G
 on its own thread, as client-go's informers do; so the same code follows the embedded store
 and a real API server. Every change bumps `version`; `snapshot()` freezes the objects at the
 current version, and `wait()` blocks until something changes (what the live page waits on).
+PodGroups (the pending view's gangs) are optional: a cluster that does not serve
+scheduling.k8s.io/v1beta1 answers their listing "not found", and the mirror goes on without
+them, as the scheduler does.
 """
 
 from __future__ import annotations
@@ -14,21 +17,32 @@ from collections.abc import Sequence
 
 from kubedra.api.kinds import ALL_KINDS
 from kubedra.api.meta import KubeObject
+from kubedra.api.scheduling import PodGroup
 from kubedra.cluster.reflector import Reflector
 from kubedra.cluster.store import EventType, Store, WatchEvent
+from kubedra.errors import NotFound
 from kubedra.web.snapshot import Key, Snapshot
 
 log = logging.getLogger(__name__)
+
+# Kinds shown when the store serves them (scheduling.k8s.io/v1beta1 is off by default).
+OPTIONAL_KINDS: tuple[type[KubeObject], ...] = (PodGroup,)
 
 
 class Mirror:
     """The objects of `kinds` in memory, brought up to date by background watches."""
 
     def __init__(
-        self, store: Store, kinds: Sequence[type[KubeObject]] = ALL_KINDS, idle: float = 1.0
+        self,
+        store: Store,
+        kinds: Sequence[type[KubeObject]] = ALL_KINDS,
+        idle: float = 1.0,
+        optional: Sequence[type[KubeObject]] = OPTIONAL_KINDS,
     ) -> None:
         self.idle = idle  # seconds between checks of the stop flag while a watch is quiet
         self.error: str | None = None  # why a watch stopped for good, shown on the page
+        kinds = (*kinds, *(k for k in optional if k not in kinds))
+        self._optional = frozenset(k.KIND for k in optional)
         self._reflectors = [Reflector(store, cls) for cls in kinds]
         self._objects: dict[str, dict[Key, KubeObject]] = {cls.KIND: {} for cls in kinds}
         self._version = 0
@@ -43,8 +57,16 @@ class Mirror:
 
     def sync(self) -> Mirror:
         """List every kind now (errors reach the caller)."""
-        for reflector in self._reflectors:
-            for event in reflector.sync():
+        for reflector in list(self._reflectors):
+            try:
+                events = reflector.sync()
+            except NotFound:
+                if reflector.cls.KIND not in self._optional:
+                    raise
+                log.info("%s: not served; the dashboard goes on without it", reflector.cls.KIND)
+                self._reflectors.remove(reflector)
+                continue
+            for event in events:
                 self._apply(event)
         return self
 

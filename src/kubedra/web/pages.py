@@ -797,6 +797,7 @@ def pending_page(data: Mapping[str, Any]) -> Markup:
         {},
         tag("h2", {}, "Pending pods ", muted(f"({total})")),
         None if total else tag("p", {"class": "muted"}, "No pod is waiting."),
+        [gang_card(g) for g in data.get("gangs") or ()],
         [pending_card(p) for p in data["pods"]],
         total > explained
         and tag(
@@ -804,6 +805,40 @@ def pending_page(data: Mapping[str, Any]) -> Markup:
             {"class": "muted"},
             f"{total - explained} more not explained here: open one to see why",
         ),
+    )
+
+
+GANG_PODS_SHOWN = 8  # pending pods named on a gang's card (the rest counted)
+
+
+def gang_card(g: Mapping[str, Any]) -> Markup:
+    """A gang's pending pods as one card: `kubedra explain podgroup`'s verdict in one line,
+    how many pods it has of its minCount, the pods (each linked to its own explanation)."""
+    key = f"{g['namespace']}/{g['name']}"
+    members, pending = len(g["members"]), g["pending"]
+    counts = (
+        f"{members} pod(s), minCount {g['minCount']}"
+        + (f", in one {g['topologyKey']}" if g.get("topologyKey") else "")
+        if g["minCount"]
+        else f"{members} pod(s), no PodGroup"
+    )
+    more = len(pending) - GANG_PODS_SHOWN
+    return tag(
+        "div",
+        {"class": "card pending gang", "data-podgroup": key, "data-state": g["state"]},
+        tag("div", {}, tag("b", {}, f"PodGroup {key}"), " ", muted(f"— {counts}")),
+        tag("p", {"class": "gang-reason"}, g["verdict"]),
+        tag(
+            "div",
+            {},
+            f"pending: {len(pending)} · ",
+            [
+                [", " if i else None, link(url("/pending", {"pod": f"{g['namespace']}/{n}"}), n)]
+                for i, n in enumerate(pending[:GANG_PODS_SHOWN])
+            ],
+            more > 0 and muted(f" and {more} more"),
+        ),
+        g.get("condition") and tag("div", {}, muted(g["condition"])),
     )
 
 

@@ -13,6 +13,15 @@ Upstream's plugin of the same name, in kubedra's cycle:
   finalizer) go into the scheduler's view at once; Unreserve gives them back.
 - PreBind: each claim's finalizer, allocation and reservedFor, written (`binding.py`).
 
+A PodGroup's claim (KEP-5729: a pod's entry matching the group's) is allocated once, for
+the first pod of the group placed, and reserved for the PodGroup (one `reservedFor` entry
+naming the group, not one per pod); the group's other pods reuse that allocation, so the
+allocator admits only nodes it reaches (a node-local device keeps the whole group on its
+node, and refuses the others with "allocation is not available on node ..."). Its devices
+count once. With a gang, nothing is written before Permit allows it: PreBind writes, and
+it reads the group's claim afresh, since the allocation a later member saw was the
+in-flight one of an earlier member.
+
 Between pods it keeps, per claims signature, the nodes where those claims did not fit:
 reserving devices only removes options, so such a node stays infeasible until something is
 freed or changed by someone else; and how many leading nodes of an unordered list are
@@ -41,8 +50,15 @@ from kubedra.api.resource import (
     ResourceClaimConsumerReference,
     ResourceClaimStatus,
 )
-from kubedra.scheduler.binding import FINALIZER, MAX_RESERVED_FOR, reserve_claim, reserved_for
+from kubedra.scheduler.binding import (
+    FINALIZER,
+    MAX_RESERVED_FOR,
+    Refused,
+    reserve_claim,
+    reserved_for,
+)
 from kubedra.scheduler.cache import Key, key_of
+from kubedra.scheduler.claims import pod_group_of, podgroup_consumer
 from kubedra.scheduler.framework.interfaces import (
     Candidate,
     ClusterEvents,
@@ -87,6 +103,9 @@ class DraState:
     signature: bytes  # what the allocator's answer for a node depends on
     best: int  # the preference score no placement can beat (0: no firstAvailable)
     sources: dict[int, ClaimSource]  # claim index -> the plugin that creates it
+    # per claim, whom it is reserved for: the pod, or its PodGroup for a group's claim
+    consumers: list[ResourceClaimConsumerReference] = field(default_factory=list)
+    assumed: set[Key] = field(default_factory=set)  # claims this pod's Reserve put in the view
     infeasible: set[str] = field(default_factory=set)
     unstable: bool = False  # the shared-node filter gave a list of its own
     stable: bool = False
@@ -129,22 +148,30 @@ class DynamicResources(
 
     def pre_filter(self, state: CycleState, info: PodInfo) -> None:
         pod = info.pod
-        claims, now = resolve_claims(self.handle, self._waiting, pod)
+        claims, groups, now = resolve_claims(self.handle, self._waiting, pod)
+        own = _consumer(pod)
+        consumers = [own if pg is None else podgroup_consumer(pg) for pg in groups]
         sources: dict[int, ClaimSource] = {}
         for source in self.sources():
             for claim in source.extra_claims(state, now):
                 sources[len(claims)] = source
                 claims.append(claim)
-        for claim in claims:
+                consumers.append(own)
+        for claim, consumer in zip(claims, consumers, strict=True):
             reserved = claim.status.reserved_for if claim.status else ()
-            if len(reserved) >= MAX_RESERVED_FOR and all(
-                r.uid != pod.metadata.uid for r in reserved
-            ):
+            if len(reserved) >= MAX_RESERVED_FOR and all(r.uid != consumer.uid for r in reserved):
                 raise Unschedulable(
                     f'resource claim "{claim.name}" is in use by {MAX_RESERVED_FOR} pods'
                 )
         state.write(
-            NAME, DraState(claims, _signature(pod, claims), most_preferred(claims), sources)
+            NAME,
+            DraState(
+                claims,
+                _signature(pod, claims),
+                most_preferred(claims),
+                sources,
+                consumers=consumers,
+            ),
         )
 
     def signature(self, state: CycleState, info: PodInfo) -> bytes:
@@ -292,11 +319,10 @@ class DynamicResources(
         view now, before any write (upstream's in-flight allocations), so that the next pod
         never gets these devices."""
         st = state.read(NAME, DraState)
-        consumer = _consumer(pod)
-        for claim, result in zip(st.claims, candidate.results, strict=True):
+        for claim, result, consumer in zip(st.claims, candidate.results, st.consumers, strict=True):
             status = claim.status or ResourceClaimStatus()
             if status.allocation is not None and reserved_for(claim, consumer.uid):
-                continue
+                continue  # a group's claim another member of the group reserved already
             finalizers = claim.metadata.finalizers
             if status.allocation is None and FINALIZER not in finalizers:
                 finalizers = (*finalizers, FINALIZER)
@@ -311,6 +337,7 @@ class DynamicResources(
                     ),
                 )
             )
+            st.assumed.add(key_of(claim))
             if status.allocation is None:
                 self._reserve(result)
         before = [r for r, c in zip(candidate.results, st.claims, strict=True) if _is_allocated(c)]
@@ -325,10 +352,12 @@ class DynamicResources(
     def unreserve(
         self, state: CycleState, pod: Pod, candidate: Candidate, written: Sequence[KubeObject]
     ) -> None:
-        """The view goes back to the feed's version of each claim that was not written."""
+        """The view goes back to the feed's version of each claim this pod put there and
+        that was not written (a group's claim another member put there stays)."""
         keys = {key_of(c) for c in written if isinstance(c, ResourceClaim)}
-        for claim in state.read(NAME, DraState).claims:
-            if key_of(claim) not in keys:
+        st = state.read(NAME, DraState)
+        for claim in st.claims:
+            if key_of(claim) not in keys and key_of(claim) in st.assumed:
                 self.handle.cache.restore(ResourceClaim, key_of(claim))
 
     def rollback(self, state: CycleState, pod: Pod) -> None:
@@ -341,9 +370,21 @@ class DynamicResources(
     ) -> None:
         """Finalizer, then allocation + reservedFor, per claim not yet reserved for the pod."""
         st = state.read(NAME, DraState)
-        consumer = _consumer(pod)
+        own = _consumer(pod)
         for index, (claim, result) in enumerate(zip(st.claims, candidate.results, strict=True)):
-            if _is_allocated(claim) and reserved_for(claim, consumer.uid):
+            consumer = st.consumers[index]
+            if consumer.uid != own.uid:
+                # A group's claim: what this cycle saw may be another member's in-flight
+                # allocation; the store says whether it is written yet.
+                claim = self.handle.store.get(ResourceClaim, claim.name, claim.namespace)
+                if _is_allocated(claim) and reserved_for(claim, consumer.uid):
+                    if not _same_devices(claim, result):
+                        raise Refused(
+                            f"claim {claim.namespace}/{claim.name} of the pod group got "
+                            "allocated differently in the meantime"
+                        )
+                    continue
+            elif _is_allocated(claim) and reserved_for(claim, consumer.uid):
                 continue  # written by an earlier cycle that died before binding
             if claim.metadata.resource_version is None:
                 claim = st.sources[index].create(state, pod, claim)
@@ -375,6 +416,13 @@ class DynamicResources(
         for owner in claim.metadata.owner_references:
             if owner.controller and owner.kind == "Pod":
                 keys.append((claim.namespace, owner.name))
+            elif owner.controller and owner.kind == "PodGroup":  # the group's pods
+                group = (claim.namespace, owner.name)
+                keys += [
+                    (p.namespace, p.name)
+                    for p in self.handle.cache.of(Pod).values()
+                    if isinstance(p, Pod) and not p.spec.node_name and pod_group_of(p) == group
+                ]
         return keys
 
 
@@ -391,6 +439,11 @@ def _consumer(pod: Pod) -> ResourceClaimConsumerReference:
     return ResourceClaimConsumerReference(
         resource="pods", name=pod.name, uid=pod.metadata.uid or ""
     )
+
+
+def _same_devices(claim: ResourceClaim, result: AllocationResult) -> bool:
+    held = claim.status.allocation if claim.status else None
+    return held is not None and refs_of([held]) == refs_of([result])
 
 
 def _is_allocated(claim: ResourceClaim) -> bool:

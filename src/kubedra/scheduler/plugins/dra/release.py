@@ -5,6 +5,11 @@ when its binding fails, and kube-controller-manager's resourceclaim controller d
 reservations of pods that are done, deallocates claims nobody reserves and deletes the
 claims generated for pods that are gone. On the embedded store kubedra's scheduler is also
 that controller (`release_ended`); on a cluster it only drops reservations.
+
+A claim reserved for a PodGroup (KEP-5729) is held while the group lives: its reservation
+goes, and the claim is deallocated, once no pod of the group is left that has not ended,
+or the PodGroup is gone (as upstream's resourceclaim controller does for a group). A claim
+generated for a PodGroup is deleted with the PodGroup, not with its pods.
 """
 
 from __future__ import annotations
@@ -14,12 +19,13 @@ from collections.abc import Iterable
 
 import msgspec
 
-from kubedra.api.core import Pod, pod_runs
+from kubedra.api.core import ENDED_PHASES, Pod, pod_runs
 from kubedra.api.resource import ResourceClaim, ResourceClaimConsumerReference
+from kubedra.api.scheduling import PodGroup
 from kubedra.errors import KubedraError
 from kubedra.scheduler.binding import FINALIZER, update_status_retrying
 from kubedra.scheduler.cache import key_of
-from kubedra.scheduler.claims import allocated_refs
+from kubedra.scheduler.claims import allocated_refs, is_podgroup_consumer, pod_group_of
 from kubedra.scheduler.framework.interfaces import Handle
 
 log = logging.getLogger(__name__)
@@ -31,17 +37,59 @@ def pods_by_uid(handle: Handle) -> Pods:
     return {p.metadata.uid: p for p in handle.cache.of(Pod).values() if isinstance(p, Pod)}
 
 
+class Groups:
+    """Which PodGroups still hold their claims: the group exists (by uid) and a pod of it
+    has not ended (upstream's test for a pod that still needs its claims: not terminal,
+    and not deleted before it was scheduled)."""
+
+    def __init__(self, handle: Handle, pods: Pods) -> None:
+        self.uids = {
+            pg.metadata.uid for pg in handle.cache.of(PodGroup).values() if isinstance(pg, PodGroup)
+        }
+        self.busy: set[tuple[str, str]] = set()
+        for pod in pods.values():
+            group = pod_group_of(pod)
+            if group is None or (pod.status is not None and pod.status.phase in ENDED_PHASES):
+                continue
+            if pod.metadata.deletion_timestamp and not pod.spec.node_name:
+                continue
+            self.busy.add(group)
+
+    def live(self, namespace: str, ref: ResourceClaimConsumerReference) -> bool:
+        return ref.uid in self.uids and (namespace, ref.name) in self.busy
+
+
+def _live(
+    claim: ResourceClaim,
+    reserved: tuple[ResourceClaimConsumerReference, ...],
+    pods: Pods,
+    groups: Groups,
+) -> tuple[ResourceClaimConsumerReference, ...]:
+    return tuple(
+        r
+        for r in reserved
+        if (
+            groups.live(claim.namespace, r)
+            if is_podgroup_consumer(r)
+            else pod_runs(pods.get(r.uid))
+        )
+    )
+
+
 def release_ended(handle: Handle) -> int:
     """Drop ended or deleted pods from reservedFor; free claims nobody uses any more
     (generated claims of an ended pod are deleted, as upstream's claim controller does),
     and claims being deleted that nobody holds (their finalizer goes, so they go)."""
     pods = pods_by_uid(handle)
+    groups = Groups(handle, pods)
     released = 0
     freed: set[str | None] = set()  # None: a node we cannot tell
     for claim in handle.claims():
         reserved = claim.status.reserved_for if claim.status else ()
-        live = tuple(r for r in reserved if pod_runs(pods.get(r.uid)))
+        live = _live(claim, reserved, pods, groups)
         if len(live) == len(reserved) and not _abandoned(claim):
+            if not reserved and _group_gone(claim, groups):
+                released += _delete(handle, claim)  # its PodGroup went: it goes too
             continue
         released += 1
         if release(handle, claim, live, pods):
@@ -104,8 +152,14 @@ def release(
         cleared = handle.mine(store.update(msgspec.structs.replace(cleared, metadata=meta)))
         if cleared.metadata.deletion_timestamp and not cleared.metadata.finalizers:
             return True  # it was being deleted: without the finalizer it is gone
-        owners = [pods.get(o.uid) for o in cleared.metadata.owner_references if o.controller]
-        if owners and all(not pod_runs(p) for p in owners):
+        owners = [o for o in cleared.metadata.owner_references if o.controller]
+        groups = Groups(handle, pods) if any(o.kind == "PodGroup" for o in owners) else None
+        if owners and all(
+            (o.uid not in groups.uids)
+            if groups is not None and o.kind == "PodGroup"
+            else not pod_runs(pods.get(o.uid))
+            for o in owners
+        ):
             store.delete(ResourceClaim, cleared.name, cleared.namespace)
     except KubedraError as err:  # changed by someone else, or the server away: the next
         log.debug("claim %s not released: %s", claim.name, err)  # refresh sees the truth
@@ -122,6 +176,23 @@ def _without_reservations(claim: ResourceClaim, uids: set[str]) -> ResourceClaim
     return msgspec.structs.replace(
         claim, status=msgspec.structs.replace(claim.status, reserved_for=kept)
     )
+
+
+def _group_gone(claim: ResourceClaim, groups: Groups) -> bool:
+    """Generated for a PodGroup that no longer exists (garbage collection's part)."""
+    owners = [o for o in claim.metadata.owner_references if o.controller]
+    return bool(owners) and all(o.kind == "PodGroup" and o.uid not in groups.uids for o in owners)
+
+
+def _delete(handle: Handle, claim: ResourceClaim) -> int:
+    if claim.metadata.deletion_timestamp:
+        return 0
+    try:
+        handle.store.delete(ResourceClaim, claim.name, claim.namespace)
+    except KubedraError as err:
+        log.debug("claim %s not deleted: %s", claim.name, err)
+        return 0
+    return 1
 
 
 def _node_of(pod: Pod | None) -> str | None:

@@ -5,18 +5,31 @@ Generating it is the resourceclaim controller's part (kube-controller-manager up
 the embedded scheduler does it in the cycle (`claim_controller`), and on a cluster waits
 for the controller. A claim that does not exist yet parks the pod until it does (upstream's
 PreEnqueue gate on claims).
+
+A pod of a PodGroup whose entry matches one of the group's `spec.resourceClaims` (same
+name, same source) uses the group's claim (KEP-5729): named by the group's entry, or made
+once for the group from the template (`_generate_for_group`, the resourceclaim controller's
+part for PodGroups) and recorded in the PodGroup's `status.resourceClaimStatuses`.
 """
 
 from __future__ import annotations
 
-from kubedra.api.core import Pod
+from kubedra.api.core import Pod, PodResourceClaim
 from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
+from kubedra.api.scheduling import PodGroup, PodGroupResourceClaim
+from kubedra.scheduler.binding import update_status_retrying
 from kubedra.scheduler.cache import Key
 from kubedra.scheduler.claims import (
     generated_claim,
+    generated_group_claim,
+    group_claim_name,
+    group_entry,
     is_owned_by,
+    is_owned_by_group,
+    pod_group_of,
     recorded_claim_name,
     with_claim_status,
+    with_group_claim_status,
 )
 from kubedra.scheduler.framework.interfaces import Handle
 from kubedra.scheduler.framework.status import Unschedulable, Waiting
@@ -25,12 +38,29 @@ from kubedra.scheduler.queue import pod_key
 
 def resolve_claims(
     handle: Handle, waiting: dict[Key, set[Key]], pod: Pod
-) -> tuple[list[ResourceClaim], Pod]:
-    """The pod's claims in `spec.resourceClaims` order, and the pod as it is now (its
-    status records the claims generated for it). A pod parked until a claim exists is
-    filed in `waiting` under the claim."""
-    claims = []
+) -> tuple[list[ResourceClaim], list[PodGroup | None], Pod]:
+    """The pod's claims in `spec.resourceClaims` order, per claim the PodGroup it is the
+    group's claim of (None: the pod's own), and the pod as it is now (its status records
+    the claims generated for it). A pod parked until a claim exists is filed in `waiting`
+    under the claim."""
+    claims: list[ResourceClaim] = []
+    groups: list[PodGroup | None] = []
+    group = pod_group_of(pod)
+    pg = None
+    if group is not None and pod.spec.resource_claims:
+        found_pg = handle.cache.of(PodGroup).get(group)
+        if not isinstance(found_pg, PodGroup):
+            # which entries are the group's is not known before the group exists
+            raise Waiting(f'waiting for pod\'s pod group "{group[1]}"', quiet=True)
+        pg = found_pg
     for entry in pod.spec.resource_claims:
+        shared = group_entry(pg, entry)
+        if pg is not None and shared is not None:
+            claim, pg, pod = _group_claim(handle, waiting, pod, pg, entry, shared)
+            claims.append(claim)
+            groups.append(pg)
+            continue
+        groups.append(None)
         name = recorded_claim_name(pod, entry)
         if name is None and entry.resource_claim_template_name:
             if not handle.claim_controller:
@@ -54,7 +84,73 @@ def resolve_claims(
         if entry.resource_claim_template_name and not is_owned_by(found, pod):
             raise Unschedulable(f'resource claim "{name}" was not created for this pod')
         claims.append(found)
-    return claims, pod
+    return claims, groups, pod
+
+
+def _group_claim(
+    handle: Handle,
+    waiting: dict[Key, set[Key]],
+    pod: Pod,
+    pg: PodGroup,
+    entry: PodResourceClaim,
+    shared: PodGroupResourceClaim,
+) -> tuple[ResourceClaim, PodGroup, Pod]:
+    """The group's claim for a pod's entry that matches the group's (upstream: the pod
+    uses the PodGroup's claim instead of one of its own); made from the template once for
+    the whole group where this scheduler is the claim controller."""
+    name = group_claim_name(pg, shared)
+    template = shared.resource_claim_template_name
+    if name is None and template:
+        if not handle.claim_controller:
+            raise Waiting(
+                f'waiting for the claim of pod group "{pg.name}" entry "{shared.name}" to '
+                f'be created from template "{template}"',
+                quiet=True,
+            )
+        claim, pg = _generate_for_group(handle, pg, shared.name, template)
+    else:
+        found = handle.cache.of(ResourceClaim).get((pg.namespace, name or ""))
+        if not isinstance(found, ResourceClaim):
+            waiting.setdefault((pg.namespace, name or ""), set()).add(pod_key(pod))
+            raise Waiting(
+                f'waiting for resource claim "{name}" to be created', quiet=bool(template)
+            )
+        if found.metadata.deletion_timestamp:
+            raise Unschedulable(f'resource claim "{name}" is being deleted')
+        if template and not is_owned_by_group(found, pg):
+            raise Unschedulable(
+                f'resource claim "{name}" was not created for pod group "{pg.name}"'
+            )
+        claim = found
+    if template and handle.claim_controller and recorded_claim_name(pod, entry) != claim.name:
+        # the pod's status names the claim its template entry means, as for its own claims
+        pod = handle.mine(
+            handle.store.update_status(with_claim_status(pod, entry.name, claim.name))
+        )
+    return claim, pg, pod
+
+
+def _generate_for_group(
+    handle: Handle, pg: PodGroup, entry: str, template_name: str
+) -> tuple[ResourceClaim, PodGroup]:
+    """Create the group's claim of a template entry, once, and record its name in the
+    PodGroup's status (what upstream's resourceclaim controller does for a PodGroup)."""
+    template = handle.cache.of(ResourceClaimTemplate).get((pg.namespace, template_name))
+    if not isinstance(template, ResourceClaimTemplate):
+        raise Unschedulable(f'resource claim template "{template_name}" not found')
+    shared = next(e for e in pg.spec.resource_claims if e.name == entry)
+    claim = handle.mine(handle.store.create(generated_group_claim(pg, shared, template)))
+
+    def record(current: PodGroup) -> PodGroup | None:
+        statuses = current.status.resource_claim_statuses if current.status else ()
+        if any(s.name == entry and s.resource_claim_name == claim.name for s in statuses):
+            return None
+        return with_group_claim_status(current, entry, claim.name)
+
+    written = update_status_retrying(handle.store, pg, record)
+    if written is not None:
+        pg = handle.mine(written)
+    return claim, pg
 
 
 def _generate(

@@ -26,7 +26,14 @@ same at its extension points:
 
 Claims are allocated in the store only at PreBind, which runs after Permit allows: a gang
 that never completes leaves no allocation behind (claims generated from templates exist,
-unallocated, as the resourceclaim controller would have made them).
+unallocated, as the resourceclaim controller would have made them). A claim of the
+PodGroup itself (KEP-5729) is allocated by the first member placed, in the view only, and
+reused by the others (the allocator keeps them where its devices are reachable); it is
+written once, at the first PreBind, reserved for the group, and counts once in the
+topology domain's need.
+
+PodGroups come from the scheduler's feed like the other kinds (`FEED_KINDS`), so a group
+created after its pods wakes them at once.
 
 The gang timeout (how long reserved members wait for the rest) is the Scheduler's
 `gang_timeout`, `kubedra scheduler run --gang-timeout`; upstream's Permit waits 5 minutes.
@@ -41,7 +48,6 @@ from dataclasses import dataclass
 from kubedra.api.core import ENDED_PHASES, Node, Pod
 from kubedra.api.meta import KubeObject
 from kubedra.api.scheduling import PodGroup
-from kubedra.errors import KubedraError
 from kubedra.scheduler.framework.interfaces import (
     ALLOW,
     Candidate,
@@ -107,14 +113,18 @@ class GangScheduling(
         # Members that fit nowhere while others of their gang wait, per gang.
         self._failed: dict[GroupKey, set[PodKey]] = {}
         self._siblings_at: dict[GroupKey, float] = {}
+        # Pods this plugin's PreEnqueue parked (waiting for the group to form), per group:
+        # only those are activated at once when it forms; a sibling parked for another
+        # reason (a claim not made yet) waits for that, or the throttled hurry below.
+        self._gated: dict[GroupKey, set[PodKey]] = {}
 
     # --- what the plugin reads -------------------------------------------------------------
 
     def pod_group(self, group: GroupKey) -> PodGroup | None:
-        try:
-            return self.handle.store.get(PodGroup, group[1], group[0])
-        except KubedraError:  # absent, or a cluster that does not serve the API
-            return None
+        """The group as the scheduler's feed has it (absent also on a cluster that does not
+        serve the API); a group that appears wakes its parked pods (`eventhandlers.py`)."""
+        found = self.handle.cache.of(PodGroup).get(group)
+        return found if isinstance(found, PodGroup) else None
 
     def members(self, group: GroupKey) -> list[Pod]:
         """The group's pods that count: neither ended nor being deleted (the cache's
@@ -140,9 +150,11 @@ class GangScheduling(
             return ""
         pg = self.pod_group(group)
         if pg is None:
+            self._gated.setdefault(group, set()).add(pod_key(pod))
             return f'waiting for pod\'s pod group "{group[1]}" to appear in scheduling queue'
         members = self.members(group)
         if len(members) < min_count(pg):
+            self._gated.setdefault(group, set()).add(pod_key(pod))
             return "waiting for minCount pods from a gang to appear in scheduling queue"
         self._bring_siblings(group, pod, members)
         return ""
@@ -157,10 +169,11 @@ class GangScheduling(
         backed_off = now - self._siblings_at.get(group, -SIBLINGS_EVERY_S) >= SIBLINGS_EVERY_S
         if backed_off:
             self._siblings_at[group] = now
+        gated = self._gated.pop(group, set())
         for member in members:
             if member.metadata.uid != pod.metadata.uid and not member.spec.node_name:
                 key = pod_key(member)
-                if not queue.activate(key) and backed_off:
+                if not (key in gated and queue.activate(key)) and backed_off:
                     queue.hurry(key)
 
     # --- PreFilter -----------------------------------------------------------------------

@@ -26,7 +26,13 @@ from kubedra.api.resource import (
     ResourceClaimSpec,
     ResourceClaimTemplate,
 )
-from kubedra.scheduler.claims import recorded_claim_name
+from kubedra.api.scheduling import PodGroup
+from kubedra.scheduler.claims import (
+    group_claim_name,
+    group_entry,
+    pod_group_of,
+    recorded_claim_name,
+)
 from kubedra.scheduler.framework.interfaces import Handle
 
 
@@ -38,9 +44,15 @@ def gang_need(handle: Handle, pods: Iterable[Pod]) -> Counter[str]:
     claims = handle.cache.of(ResourceClaim)
     templates = handle.cache.of(ResourceClaimTemplate)
     for pod in pods:
+        group = pod_group_of(pod)
+        pg = handle.cache.of(PodGroup).get(group) if group is not None else None
         for entry in pod.spec.resource_claims:
             spec: ResourceClaimSpec | None = None
-            name = recorded_claim_name(pod, entry)
+            shared = group_entry(pg, entry) if isinstance(pg, PodGroup) else None
+            name: str | None = recorded_claim_name(pod, entry)
+            if shared is not None:  # the group's claim (KEP-5729): counted once
+                assert isinstance(pg, PodGroup)
+                name = group_claim_name(pg, shared) or f"\x00group\x00{entry.name}"
             if name is not None:
                 if name in seen:
                     continue
