@@ -1,21 +1,33 @@
 """kube-scheduler and kubedra's scheduler side by side, on the same control plane build.
 
-For each scheduler a fresh dev cluster (upstream's kube-apiserver, etcd and
-kube-controller-manager v1.37.2) gets the same workload: N kubelet-less nodes x 8 GPUs
-(h100x8, slices published by kubedra's driver code) and M pods, each with a claim from a
-template. The pods and their claims are made before the scheduler starts (the claim
-controller runs with a raised rate limit, so that its claims are all there: what is
-measured is the scheduler alone); then one scheduler starts: kube-scheduler, or `kubedra
-scheduler run` with first-fit or fragmentation, each with the client rate limits
-kube-scheduler has by default (QPS 50, burst 100). Measured:
-- pods/s from the first binding to the last (the start of each process is apart);
-- p50/p99 of the time from the scheduler's start to each pod's binding (every pod was
-  waiting at the start: its wait in the burst; creation to binding is this plus the time
-  the claim controller took, the same for all);
-- CPU seconds of the scheduler process (user + system), from /proc;
-- a check of every allocation afterwards (`kubedra.scheduler.verify`).
-Sizes: `KUBEDRA_BENCH_KUBE_SIZES` (default "125x1000": 1,000 GPUs for 1,000 pods; the
-issue's 100 nodes would hold only 800 of them), e.g. "125x1000,1000x5000".
+For each scheduler variant and client rate limit a fresh dev cluster (upstream's
+kube-apiserver, etcd and kube-controller-manager v1.37.2) gets the same workload; the
+scheduler starts and is ready before the measured pods are made (see
+`bench/kube_scheduler_perf.py` for what is measured: pods/s, p50/p99 from each pod's
+creation to its binding, CPU of the scheduler, API server, etcd and controller manager, API
+writes and events, and a check of every allocation).
+
+Variants, so that like is compared with like:
+- kube-scheduler default (percentageOfNodesToScore 0: adaptive, at least 100 feasible nodes
+  filtered and scored) against kubedra fragmentation (which scores every feasible node);
+- kube-scheduler with percentageOfNodesToScore=1, the fewest nodes it can be made to look
+  at (its floor: 100 feasible nodes), against kubedra first-fit (stops at the first node
+  that fits).
+Each at QPS 50 / burst 100 (kube-scheduler's defaults: both sit at the rate limiter) and
+unthrottled (QPS 5000 / burst 5000, what upstream's scheduler_perf gives kube-scheduler).
+
+Shapes:
+- burst: N kubelet-less h100x8 nodes, M one-GPU pods made at once
+  (`KUBEDRA_BENCH_KUBE_SIZES`, default "125x1000"; quick "125x200", unthrottled only);
+- upstream's scheduler_perf DRA shapes, SchedulingWithResourceClaimTemplate/5000pods_500nodes
+  and SteadyStateClusterResourceClaimTemplate/{empty,half,full}_500nodes, scaled by
+  `KUBEDRA_BENCH_PERF_SCALE` (default 1, upstream's sizes: about 2-2.5 min per scheduler
+  for the first, 1.5 min for the three steady states, on 2 shared cores; quick 0.02),
+  unthrottled, all four variants (quick: kube-scheduler default and kubedra first-fit).
+  Where a run has no percentageOfNodesToScore=1 row, first-fit is set beside
+  kube-scheduler's default (below ~200 nodes the setting changes nothing: its floor of 100
+  feasible nodes is then nearly all of them).
+`KUBEDRA_BENCH_KUBE_SHAPES` picks among "burst,scheduling,steady" (default all three).
 
     python -m bench.bench_kube_scheduler      # this module alone, one table
 """
@@ -23,55 +35,43 @@ issue's 100 nodes would hold only 800 of them), e.g. "125x1000,1000x5000".
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable
+from functools import partial
 
-from bench.harness import Row, format_table
-from kubedra.api.resource import ResourceClaim
-from kubedra.cluster.kubernetes import KubeStore
-from kubedra.devcluster.binaries import binaries
-from kubedra.devcluster.harness import DevCluster
-from kubedra.devcluster.workload import (
-    BindingClock,
-    claim_pod,
-    create_all,
-    gpu_class,
-    gpu_nodes,
-    gpu_template,
+from bench.harness import Row, format_table, quick
+from bench.kube_scheduler_perf import (
+    FIRST_FIT,
+    FRAGMENTATION,
+    KUBE_DEFAULT,
+    KUBE_FEWEST,
+    THROTTLED,
+    UNTHROTTLED,
+    Result,
+    Variant,
+    burst,
+    scale,
+    scheduling_with_template,
+    steady_state,
 )
-from kubedra.scheduler.verify import check_allocations
+from kubedra.devcluster.binaries import binaries
 
 GROUP = "vs kube-scheduler"
-QPS, BURST = 50, 100  # kube-scheduler's defaults, for both
-SCHEDULERS = ("kube-scheduler", "first-fit", "fragmentation")
-TARGETS = {"first-fit": 1.0, "fragmentation": 0.5}  # pods/s ratio to kube-scheduler
-CONTROLLER_FLAGS = ("--kube-api-qps=500", "--kube-api-burst=1000")
-
-
-@dataclass
-class Result:
-    scheduler: str
-    pods: int
-    bound: int
-    pods_per_s: float
-    p50: float
-    p99: float
-    first: float  # seconds from the start to the first binding
-    cpu: float
-    problems: int
-
-    @property
-    def valid(self) -> bool:
-        return self.bound == self.pods and self.problems == 0
+# (kubedra variant, the kube-scheduler variant doing comparable work, target ratio)
+PAIRS = ((FIRST_FIT, KUBE_FEWEST, 1.0), (FRAGMENTATION, KUBE_DEFAULT, 0.5))
+BURST_VARIANTS = (KUBE_DEFAULT, KUBE_FEWEST, FIRST_FIT, FRAGMENTATION)
+PERF_VARIANTS = (KUBE_DEFAULT, KUBE_FEWEST, FIRST_FIT, FRAGMENTATION)
 
 
 def sizes() -> list[tuple[int, int]]:
-    spec = os.environ.get("KUBEDRA_BENCH_KUBE_SIZES", "125x1000")
+    spec = os.environ.get("KUBEDRA_BENCH_KUBE_SIZES", "125x200" if quick() else "125x1000")
     return [(int(n), int(m)) for n, m in (s.split("x") for s in spec.split(",") if s)]
+
+
+def shapes() -> set[str]:
+    return set(os.environ.get("KUBEDRA_BENCH_KUBE_SHAPES", "burst,scheduling,steady").split(","))
 
 
 def run() -> list[Row]:
@@ -85,145 +85,87 @@ def run() -> list[Row]:
                 note="skipped: run `kubedra dev-cluster build` (Go 1.26+) first",
             )
         ]
-    rows = []
-    for nodes, pods in sizes():
-        results = {name: measure(name, nodes, pods) for name in SCHEDULERS}
-        rows += rows_of(nodes, pods, results)
-    return rows
+    results: list[Result] = []
+    for nodes, pods in sizes() if "burst" in shapes() else []:
+        for qps, burst_ in (UNTHROTTLED,) if quick() else (THROTTLED, UNTHROTTLED):
+            for v in BURST_VARIANTS:
+                results += _in_folder(partial(_burst, v, qps, burst_, nodes, pods))
+    factor = 0.02 if quick() else scale()
+    duration = 2.0 if quick() else 10.0
+    qps, burst_ = UNTHROTTLED
+    for v in (KUBE_DEFAULT, FIRST_FIT) if quick() else PERF_VARIANTS:
+        if "scheduling" in shapes():
+            results += _in_folder(partial(_scheduling, v, qps, burst_, factor))
+        if "steady" in shapes():
+            results += _in_folder(partial(steady_state, v, qps, burst_, factor, duration))
+    return rows_of(results)
 
 
-def rows_of(nodes: int, pods: int, results: dict[str, Result]) -> list[Row]:
-    base = results["kube-scheduler"]
+def _in_folder(fn: Callable[[str], list[Result]]) -> list[Result]:
+    with tempfile.TemporaryDirectory(prefix="kubedra-bench-") as folder:
+        began = time.monotonic()
+        out = fn(folder)
+        for r in out:
+            print(
+                f"  {r.shape}, QPS {r.qps:g}: {r.variant.label}: {r.pods_per_s:.1f} pods/s "
+                f"({time.monotonic() - began:.0f} s) {r.note()}; writes {sorted(r.writes.items())}",
+                file=sys.stderr,
+                flush=True,
+            )
+        return out
+
+
+def rows_of(results: list[Result]) -> list[Row]:
     rows = []
-    for name, r in results.items():
-        label = "kube-scheduler" if name == "kube-scheduler" else f"kubedra {name}"
-        note = (
-            f"{r.bound}/{r.pods} bound, {f'{r.problems} problems' if r.problems else 'valid'}; "
-            f"p50 {r.p50:.1f} s, p99 {r.p99:.1f} s from start; first binding {r.first:.1f} s; "
-            f"CPU {r.cpu:.1f} s"
-        )
-        rows.append(
-            Row(GROUP, f"{pods} pods / {nodes} nodes: {label}", r.pods_per_s, "pods/s", note=note)
-        )
-    for name, target in TARGETS.items():
-        r = results[name]
-        ratio = r.pods_per_s / base.pods_per_s if base.pods_per_s else 0.0
+    by = {(r.shape, r.qps, r.variant): r for r in results}
+    for r in results:
         rows.append(
             Row(
                 GROUP,
-                f"{pods} pods / {nodes} nodes: {name} / kube-scheduler",
-                ratio,
-                "x",
-                target=f">= {target}",
-                ok=ratio >= target and r.valid and base.valid,
-                note=f"CPU {r.cpu / base.cpu:.2f}x kube-scheduler's" if base.cpu else "",
+                f"{r.shape}, QPS {r.qps:g}: {r.variant.label}",
+                r.pods_per_s,
+                "pods/s",
+                note=r.note(),
             )
         )
+    for shape, qps in dict.fromkeys((r.shape, r.qps) for r in results):
+        for mine, theirs, target in PAIRS:
+            a, b = by.get((shape, qps, mine)), by.get((shape, qps, theirs))
+            if b is None:  # not run for this shape: kube-scheduler's default instead
+                theirs, b = KUBE_DEFAULT, by.get((shape, qps, KUBE_DEFAULT))
+            if a is None or b is None:
+                continue
+            ratio = a.pods_per_s / b.pods_per_s if b.pods_per_s else 0.0
+            cpu = a.cpu["scheduler"] / b.cpu["scheduler"] if b.cpu.get("scheduler") else 0.0
+            rows.append(
+                Row(
+                    GROUP,
+                    f"{shape}, QPS {qps:g}: {mine.label} / {theirs.label}",
+                    ratio,
+                    "x",
+                    target=f">= {target}",
+                    ok=ratio >= target and a.valid and b.valid,
+                    note=f"scheduler CPU {cpu:.2f}x; p50 {a.p50:.2f} vs {b.p50:.2f} s",
+                )
+            )
     return rows
 
 
-def measure(scheduler: str, nodes: int, pods: int) -> Result:
-    with tempfile.TemporaryDirectory(prefix="kubedra-bench-") as folder:
-        cluster = DevCluster(folder, controller_manager_flags=CONTROLLER_FLAGS)
-        cluster.up()
-        try:
-            store = cluster.store(qps=-1)
-            name = "default-scheduler" if scheduler == "kube-scheduler" else "kubedra"
-            prepare(store, nodes, pods, name)
-            clock = BindingClock(store)
-            started = time.monotonic()
-            process, pid = start(cluster, scheduler, folder)
-            clock.wait(pods, timeout=max(600.0, pods / 2.0), stalled=max(120.0, pods / 20))
-            cpu = cpu_seconds(pid)
-            stop(process)
-            clock.close()
-            problems = check_allocations(store)
-            return result(scheduler, pods, clock, started, cpu, len(problems))
-        finally:
-            cluster.down()
+def _burst(
+    variant: Variant, qps: float, burst_: int, nodes: int, pods: int, folder: str
+) -> list[Result]:
+    return [burst(variant, qps, burst_, nodes, pods, folder)]
 
 
-def prepare(store: KubeStore, nodes: int, pods: int, scheduler: str) -> None:
-    began = time.monotonic()
-    gpu_nodes(store, nodes)
-    store.create(gpu_class())
-    store.create(gpu_template("one", 1))
-    create_all(store, [claim_pod(f"p{i:05d}", "one", scheduler) for i in range(pods)], 16)
-    deadline = time.monotonic() + max(300.0, pods / 5)
-    while len(store.list(ResourceClaim, "default")) < pods:  # the claim controller's part
-        if time.monotonic() > deadline:
-            raise RuntimeError("the claim controller did not make every claim in time")
-        time.sleep(1)
-    print(
-        f"  {scheduler}: {nodes} nodes, {pods} pods and claims in {time.monotonic() - began:.0f} s",
-        file=sys.stderr,
-        flush=True,
-    )
+def _scheduling(
+    variant: Variant, qps: float, burst_: int, factor: float, folder: str
+) -> list[Result]:
+    return [scheduling_with_template(variant, qps, burst_, factor, folder)]
 
 
-def start(
-    cluster: DevCluster, scheduler: str, folder: str
-) -> tuple[subprocess.Popen[bytes] | None, int]:
-    if scheduler == "kube-scheduler":
-        return None, cluster.start_kube_scheduler(qps=QPS, burst=BURST)
-    # kube-scheduler's own identity and RBAC role: kubedra needs no more than it
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig_for("scheduler"))}
-    env.pop("KUBEDRA_STORE", None)
-    log = open(os.path.join(folder, "kubedra.log"), "wb")  # noqa: SIM115 (the child owns it)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kubedra",
-            "scheduler",
-            "run",
-            "--no-leader-elect",
-            "--policy",
-            scheduler,
-            "--kube-api-qps",
-            str(QPS),
-            "--kube-api-burst",
-            str(BURST),
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    log.close()
-    return process, process.pid
-
-
-def stop(process: subprocess.Popen[bytes] | None) -> None:
-    if process is not None:
-        process.terminate()
-        process.wait(60)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a running process (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def result(
-    scheduler: str, pods: int, clock: BindingClock, started: float, cpu: float, problems: int
-) -> Result:
-    times = sorted(t - started for t in clock.bound.values())
-    if not times:
-        return Result(scheduler, pods, 0, 0.0, 0.0, 0.0, 0.0, cpu, problems)
-    span = times[-1] - times[0]
-    rate = (len(times) - 1) / span if span > 0 else 0.0
-    return Result(
-        scheduler,
-        pods,
-        len(times),
-        rate,
-        p50=times[len(times) // 2],
-        p99=times[min(len(times) - 1, int(len(times) * 0.99))],
-        first=times[0],
-        cpu=cpu,
-        problems=problems,
-    )
+def measure(variant: Variant, qps: float, burst_: int, nodes: int, pods: int) -> Result:
+    """One burst row (for experiments)."""
+    return _in_folder(partial(_burst, variant, qps, burst_, nodes, pods))[0]
 
 
 if __name__ == "__main__":

@@ -62,8 +62,8 @@ def test_a_gang_too_big_for_any_rack_says_so_with_the_numbers(tmp_path: Path) ->
     assert lines[0].startswith("podgroup default/big: unschedulable: needs 18 device(s)")
     assert lines[-1] == (
         "condition: PodGroupInitiallyScheduled=False (Unschedulable): a pod of the pod group "
-        "cannot be placed: the gang needs 18 device(s) of class gpu in one example.com/rack; "
-        "the largest example.com/rack has 16 free (rack-a)"
+        "cannot be placed: needs 18 device(s) of class gpu (memory > 40Gi) in one "
+        "example.com/rack; the largest rack has 16 free (rack-a)"
     )
     report = json.loads("\n".join(explain(tmp_path, "podgroups", "big", "-o", "json")))
     assert report["state"] == "unschedulable" and report["minCount"] == 3

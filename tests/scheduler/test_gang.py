@@ -214,8 +214,8 @@ def test_topology_keeps_a_gang_in_one_domain_or_refuses_it_with_numbers(
     outcomes = Scheduler(store).run_once()
     assert bound(store) == {"v0": "a1", "v1": "a2"}
     why = next(o.message for o in outcomes if o.pod == "default/w0")
-    assert why == ("the gang needs 18 device(s) of class gpu in one example.com/rack; "
-                   "the largest example.com/rack has 16 free (rack-a)")
+    assert why == ("needs 18 device(s) of class gpu in one example.com/rack; "
+                   "the largest rack has 16 free (rack-a)")
     assert condition(store, "big")[:2] == ("False", "Unschedulable")
     assert allocated(store) and all(c.startswith("v") for c in allocated(store))
 

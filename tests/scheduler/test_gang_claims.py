@@ -163,7 +163,12 @@ def test_a_gang_that_cannot_follow_its_group_claim_is_refused_with_the_reason(
     assert cond.status == "False" and "not available on node a-cpu" in (cond.message or "")
 
 
-def test_the_group_claim_is_released_when_the_group_ends(store: SqliteStore) -> None:
+def test_the_group_claim_is_held_while_the_podgroup_exists_and_goes_with_it(
+    store: SqliteStore,
+) -> None:
+    """As upstream's resourceclaim controller: a PodGroup's reservation stays while the
+    PodGroup (that uid) exists, even once all its pods ended; it goes, the claim is
+    deallocated and then deleted (owned by the PodGroup) when the PodGroup is deleted."""
     gpu_node(store, "n1", gpus=8)
     gpu_template(store, "two", 2)
     pod_group(store, "g", None, SHARED)
@@ -172,20 +177,40 @@ def test_the_group_claim_is_released_when_the_group_ends(store: SqliteStore) -> 
     scheduler = Scheduler(store)
     scheduler.run_once()
     assert len(bound(store)) == 4
-    for i in range(3):
+    for i in range(4):
         end(store, f"w{i}")
     scheduler.run_once()
     (claim,) = group_claims(store, "g")
-    assert claim.status is not None and claim.status.allocation is not None  # w3 runs
-    assert len(claim.status.reserved_for) == 1
-    end(store, "w3")
-    scheduler.run_once()
-    (claim,) = group_claims(store, "g")  # kept (owned by the PodGroup), deallocated
-    assert claim.status is None or (
-        claim.status.allocation is None and not claim.status.reserved_for)
+    assert claim.status is not None and claim.status.allocation is not None
+    assert [r.name for r in claim.status.reserved_for] == ["g"]
     store.delete(PodGroup, "g")
     scheduler.run_once()
+    scheduler.run_once()
     assert group_claims(store, "g") == []  # gone with its PodGroup
+
+
+def test_a_group_claim_is_made_as_upstreams_controller_makes_it(store: SqliteStore) -> None:
+    gpu_node(store, "n1", gpus=8)
+    gpu_template(store, "two", 2)
+    pod_group(store, "g", 1, SHARED)
+    member(store, "w0", "g", "two")
+    Scheduler(store).run_once()
+    (claim,) = group_claims(store, "g")
+    assert claim.metadata.generate_name == "g-gpus-"
+    assert claim.metadata.annotations["resource.kubernetes.io/pod-claim-name"] == "gpus"
+    (owner,) = claim.metadata.owner_references
+    pg = store.get(PodGroup, "g")
+    assert (owner.api_version, owner.kind, owner.name, owner.uid, owner.controller) == (
+        "scheduling.k8s.io/v1beta1", "PodGroup", "g", pg.metadata.uid, True)
+    assert owner.block_owner_deletion is None
+
+
+def test_generate_name_is_cut_in_proportion_as_upstream() -> None:
+    from kubedra.scheduler.claims import group_claim_prefix
+
+    assert group_claim_prefix("train", "gpus") == "train-gpus-"
+    long = group_claim_prefix("p" * 60, "c" * 20)  # 82 characters: both cut, no hyphen
+    assert long == "p" * 41 + "-" + "c" * 13 and len(long) <= 57
 
 
 def test_a_pod_group_created_after_its_pods_wakes_them_at_once(store: SqliteStore) -> None:

@@ -33,7 +33,7 @@ import ssl
 import subprocess
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -363,12 +363,19 @@ class DevCluster:
         workload = WORKLOAD_CONTROLLERS if self.gate("GenericWorkload") else ()
         return CONTROLLERS + workload + (REAL_NODE_CONTROLLERS if self.real_node else ())
 
-    def start_kube_scheduler(self, qps: float | None = None, burst: int | None = None) -> int:
+    def start_kube_scheduler(
+        self,
+        qps: float | None = None,
+        burst: int | None = None,
+        settings: Mapping[str, object] | None = None,
+    ) -> int:
         """Start kube-scheduler now, on a cluster started without it; `qps`/`burst` set its
-        client's rate limits (through a KubeSchedulerConfiguration). Returns its pid."""
+        client's rate limits, `settings` other top-level fields of its
+        KubeSchedulerConfiguration (`percentageOfNodesToScore`, `parallelism`, ...).
+        Returns its pid."""
         assert self.state is not None
         config = None
-        if qps is not None or burst is not None:
+        if qps is not None or burst is not None or settings:
             config = self.folder / "kube-scheduler.yaml"
             connection: dict[str, object] = {"kubeconfig": str(self.kubeconfig_for("scheduler"))}
             connection |= {"qps": qps} if qps is not None else {}
@@ -380,6 +387,7 @@ class DevCluster:
                         "kind": "KubeSchedulerConfiguration",
                         "clientConnection": connection,
                         "leaderElection": {"leaderElect": False},
+                        **(settings or {}),
                     }
                 )
             )

@@ -5,6 +5,10 @@ cluster create` makes them), one DeviceClass, claim templates, pods that ask for
 through them (for a given scheduler, optionally pinned to one node), and a clock that
 notes when each pod got bound, as the watch shows it. Used by the side-by-side benchmark
 with kube-scheduler and by the real-cluster tests.
+
+Also upstream's scheduler_perf DRA objects (`perf_*`: nodes with one slice of test-driver
+devices, its DeviceClass, claim template and pod, claims allocated without a pod), for the
+benchmark's runs of its shapes.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from kubedra.api.resource import DeviceClass, ResourceClaimTemplate
 from kubedra.catalog import profile
 from kubedra.cluster.reflector import Reflector
 from kubedra.cluster.store import Store
+from kubedra.devcluster.harness import plain_node
 from kubedra.driver.publisher import publish
 
 GPU_CLASS = "gpu"
@@ -183,3 +188,181 @@ class BindingClock:
 
     def close(self) -> None:
         self._stop.set()
+
+
+# --- upstream's scheduler_perf DRA shapes (test/integration/scheduler_perf/dra) ----------
+
+PERF_DRIVER = "test-driver.cdi.k8s.io"
+PERF_CLASS = "test-class"
+PERF_TEMPLATE = "test-claim-template"
+PERF_NODE_PREFIX = "scheduler-perf-dra"
+
+
+def perf_nodes(store: Store, count: int, devices: int = 10) -> list[str]:
+    """scheduler_perf's `node-with-dra-test-driver.yaml` nodes (4 CPUs, 32Gi, 110 pods,
+    Ready) and, for each, what its `createResourceDriver` op publishes: one slice, pool
+    named after the node, `devices` devices `instance-<i>` (its maxClaimsPerNode)."""
+    names = [f"{PERF_NODE_PREFIX}-{i}" for i in range(count)]
+
+    def make(name: str) -> None:
+        node = plain_node(name, cpu="4", memory="32Gi")
+        created = store.create(node)
+        store.update_status(msgspec.structs.replace(created, status=node.status))
+        store.create(perf_slice(name, devices))
+
+    in_parallel(make, names)
+    return names
+
+
+def perf_slice(node: str, devices: int) -> KubeObject:
+    return _decode(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": node},
+            "spec": {
+                "driver": PERF_DRIVER,
+                "nodeName": node,
+                "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
+                "devices": [
+                    {
+                        "name": f"instance-{i}",
+                        "attributes": {
+                            "model": {"string": "A100"},
+                            "family": {"string": "GPU"},
+                            "driverVersion": {"version": "1.2.3"},
+                            "dra.example.com/numa": {"int": i},
+                        },
+                        "capacity": {"memory": {"value": "1Gi"}},
+                    }
+                    for i in range(devices)
+                ],
+            },
+        }
+    )
+
+
+def perf_class() -> KubeObject:
+    """scheduler_perf's `deviceclass.yaml`."""
+    return _decode(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": PERF_CLASS},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{PERF_DRIVER}"'}}]},
+        }
+    )
+
+
+def perf_claim_spec() -> dict[str, Any]:
+    return {
+        "devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": PERF_CLASS}}]}
+    }
+
+
+def perf_template(namespace: str) -> KubeObject:
+    """scheduler_perf's `resourceclaimtemplate.yaml` (one request, one device)."""
+    return _decode(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": PERF_TEMPLATE, "namespace": namespace},
+            "spec": {"spec": perf_claim_spec()},
+        }
+    )
+
+
+def perf_pod(name: str, namespace: str, scheduler: str) -> Pod:
+    """scheduler_perf's `pod-with-claim-template.yaml`, for `scheduler`."""
+    obj = _decode(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "schedulerName": scheduler,
+                "containers": [
+                    {
+                        "name": "pause",
+                        "image": "registry.k8s.io/pause:3.10.1",
+                        "resources": {"claims": [{"name": "resource"}]},
+                    }
+                ],
+                "resourceClaims": [
+                    {"name": "resource", "resourceClaimTemplateName": PERF_TEMPLATE}
+                ],
+            },
+        }
+    )
+    assert isinstance(obj, Pod)
+    return obj
+
+
+def perf_allocated_claims(
+    store: Store,
+    count: int,
+    nodes: Sequence[str],
+    devices: int = 10,
+    namespace: str = "init",
+    first: int = 0,
+) -> None:
+    """scheduler_perf's `resourceclaim.yaml` x `count` with its `allocResourceClaims` op:
+    claims allocated without a pod (devices in use), filling the nodes in order; `first`:
+    that many were made before (numbered and placed after them)."""
+    if first + count > len(nodes) * devices:
+        raise ValueError(f"{count} claims do not fit {len(nodes)} nodes x {devices} devices")
+
+    def make(k: int) -> None:
+        node, device = nodes[k // devices], f"instance-{k % devices}"
+        claim = _decode(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"test-claim-{k}", "namespace": namespace},
+                "spec": perf_claim_spec(),
+            }
+        )
+        created = store.create(claim)
+        allocated = _decode(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {
+                    "name": created.name,
+                    "namespace": namespace,
+                    "resourceVersion": created.metadata.resource_version,
+                    "uid": created.metadata.uid,
+                },
+                "spec": perf_claim_spec(),
+                "status": {
+                    "allocation": {
+                        "devices": {
+                            "results": [
+                                {
+                                    "request": "req-0",
+                                    "driver": PERF_DRIVER,
+                                    "pool": node,
+                                    "device": device,
+                                }
+                            ]
+                        },
+                        "nodeSelector": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchFields": [
+                                        {"key": "metadata.name", "operator": "In", "values": [node]}
+                                    ]
+                                }
+                            ]
+                        },
+                    }
+                },
+            }
+        )
+        store.update_status(allocated)
+
+    in_parallel(make, range(first, first + count))
+
+
+def _decode(data: dict[str, Any]) -> KubeObject:
+    return decode_object(data).obj

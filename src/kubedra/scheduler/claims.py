@@ -8,11 +8,15 @@ pod's `status.resourceClaimStatuses` recording the generated name.
 A PodGroup's claims (KEP-5729, DRAWorkloadResourceClaims): a pod's entry that matches an
 entry of its PodGroup's `spec.resourceClaims` (same name, same claim or template) means
 the group's claim, not one of its own. A template entry of the group gets one claim for the
-whole group, made as the resourceclaim controller makes it for a PodGroup: `generateName`
-`<podgroup>-<claim>-`, the PodGroup as controlling owner (deleted with it), and the
-PodGroup's `status.resourceClaimStatuses` recording the generated name. Such a claim is
-reserved for the group (one `reservedFor` entry: apiGroup scheduling.k8s.io, resource
-podgroups), not for each pod.
+whole group, made as upstream's resourceclaim controller (v1.37) makes it for a PodGroup:
+`generateName` `<podgroup>-<claim>-` (both parts cut in proportion when longer than 57
+characters), the PodGroup as controlling owner (garbage collection deletes the claim with
+the PodGroup, never with its pods), the same `resource.kubernetes.io/pod-claim-name`
+annotation as a pod's claim (naming the group's entry), the template's labels, and the
+PodGroup's `status.resourceClaimStatuses` recording the generated name (each member's
+`status.resourceClaimStatuses` names it too). Such a claim is reserved for the group (one
+`reservedFor` entry: apiGroup scheduling.k8s.io, resource podgroups, the group's name and
+uid), not for each pod, and that entry stays while the PodGroup (that uid) exists.
 """
 
 from __future__ import annotations
@@ -116,10 +120,24 @@ def with_claim_status(pod: Pod, entry: str, claim_name: str) -> Pod:
 
 # --- PodGroup claims (KEP-5729) -------------------------------------------------------------
 
-# The group's entry a generated claim was made for (the pod-claim-name annotation's
-# counterpart for a PodGroup).
-PODGROUP_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/podgroup-claim-name"
+# The group's entry a generated claim was made for: upstream uses the pod's annotation.
+PODGROUP_CLAIM_NAME_ANNOTATION = POD_CLAIM_NAME_ANNOTATION
 PODGROUPS = "podgroups"
+# The longest generateName base upstream's controller leaves for its parts (63 characters
+# less the hyphen and the 5 random characters the API server adds).
+_MAX_BASE = 57
+
+
+def group_claim_prefix(pg_name: str, entry: str) -> str:
+    """The generated claim's `generateName`: `<podgroup>-<claim>-`, or, when that is longer
+    than 57 characters, both names cut in proportion to their length (as upstream does,
+    which then ends it without the trailing hyphen)."""
+    prefix = f"{pg_name}-{entry}-"
+    if len(prefix) <= _MAX_BASE:
+        return prefix
+    size = len(prefix)
+    head, tail = len(pg_name) * _MAX_BASE // size, len(entry) * _MAX_BASE // size
+    return pg_name[:head] + "-" + entry[:tail]
 
 
 def pod_group_of(pod: Pod) -> tuple[str, str] | None:
@@ -154,14 +172,14 @@ def group_claim_name(pg: PodGroup, entry: PodGroupResourceClaim) -> str | None:
 
 
 def podgroup_owner(pg: PodGroup) -> OwnerReference:
-    """The PodGroup as controlling owner: its generated claims are deleted with it."""
+    """The PodGroup as controlling owner: its generated claims are deleted with it
+    (upstream sets `controller` only, not `blockOwnerDeletion`)."""
     return OwnerReference(
         api_version=SCHEDULING_API_VERSION,
         kind="PodGroup",
         name=pg.name,
         uid=pg.metadata.uid or "",
         controller=True,
-        block_owner_deletion=True,
     )
 
 
@@ -181,9 +199,8 @@ def generated_group_claim(
 ) -> ResourceClaim:
     """The claim to create for a template entry of the group (not yet stored)."""
     tmeta = template.spec.metadata or ObjectMeta()
-    prefix = f"{pg.name}-{entry.name}"[: _MAX_PREFIX - 1] + "-"
     meta = ObjectMeta(
-        generate_name=prefix,
+        generate_name=group_claim_prefix(pg.name, entry.name),
         namespace=pg.namespace,
         labels=dict(tmeta.labels),
         annotations={**tmeta.annotations, PODGROUP_CLAIM_NAME_ANNOTATION: entry.name},

@@ -13,8 +13,6 @@ free, the kind of node that would.
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,12 +24,13 @@ from kubedra.allocator.blockers import Holders
 from kubedra.api.core import Node, Pod
 from kubedra.api.quantity import Quantity
 from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
-from kubedra.errors import KubedraError, NotFound
+from kubedra.errors import NotFound
 from kubedra.scheduler.claims import generated_claim, recorded_claim_name
 from kubedra.scheduler.hints import hints
 from kubedra.scheduler.plugins.gang import status, topology
 from kubedra.scheduler.plugins.gang.plugin import GangScheduling, min_count
 from kubedra.scheduler.scheduler import Scheduler, Unschedulable
+from kubedra.scheduler.selectors import summarise_selector as summarise_selector
 
 
 @dataclass(frozen=True)
@@ -199,10 +198,10 @@ def _unsaved(claim: ResourceClaim) -> ResourceClaim:
 #
 # Why a PodGroup is placed, waits, or fits nowhere, in one line with the numbers: computed
 # live from the scheduler's view with the GangScheduling plugin's own functions (its
-# members, minCount, `topology.gang_need`, `domain_free`, `best_fit`), so that the line says
-# what the plugin will decide. As the plugin's, the counts are of devices passing the
-# request's DeviceClass; the request's own selectors are named (`memory > 40Gi`), not
-# counted.
+# members, minCount, `topology.choose`, `cluster_fit`, `held_domain`, `refusal`), so that
+# the line says what the plugin will decide, in the words of the PodGroup's condition. The
+# counts are the plugin's: devices passing the request's class and its own selectors,
+# packed node by node (a member counts where all its devices fit on one node).
 
 GANG_SCHEDULED = "scheduled"
 GANG_WAITING_PODS = "waiting for pods"
@@ -276,52 +275,61 @@ def _gang_verdict(
     scheduler: Scheduler, pods: Sequence[Pod], needed: int, key: str, scheduled: bool
 ) -> tuple[str, str]:
     bound = [p for p in pods if p.spec.node_name]
-    labels = {n.name: n.metadata.labels for n in scheduler.nodes()}
-    held = sorted({v for p in bound if (v := labels.get(p.spec.node_name or "", {}).get(key))})
+    held = topology.held_domain(scheduler, bound, key) if key else None
     if scheduled or (bound and len(bound) >= needed):
         nodes = sorted({p.spec.node_name or "" for p in bound})
-        where = f" in {key} {', '.join(held)}" if key and held else ""
+        where = f" in {key} {held}" if key and held else ""
         on = f", on {_names(nodes)}" if nodes else ""
         return GANG_SCHEDULED, f"{len(bound)} of minCount {needed} pod(s) bound{where}{on}"
     if len(pods) < needed:
         return GANG_WAITING_PODS, f"has {len(pods)} of minCount {needed} pod(s)"
     pending = [p for p in pods if not p.spec.node_name]
-    need = topology.gang_need(scheduler, pending)
-    if not need:
-        return GANG_PENDING, "the gang claims no devices: its pods wait only for the scheduler"
-    wants = _wants(scheduler, pending, need)
+    required = max(needed - len(bound), 1)
     short = key.rpartition("/")[2] or key
-    if not key:
-        total = _sum(topology.domain_free(scheduler, HOSTNAME, need))
-        lacking = [c for c in need if need[c] > total[c]]
-        has = ", ".join(f"{total[c]}{_of(c, need)} free" for c in (lacking or need))
-        if lacking:
-            return GANG_UNSCHEDULABLE, f"needs {wants}; the cluster has {has}"
-        return GANG_PENDING, f"fits by count: needs {wants}; the cluster has {has}"
-    free = topology.domain_free(scheduler, key, need)
-    if not free:
-        return GANG_UNSCHEDULABLE, topology.no_domain(key, need, free)
-    if held:  # members bound already: the rest must join their domain
-        counts = free.get(held[0]) or Counter()
-        lacking = [c for c in need if need[c] > counts[c]]
-        has = ", ".join(f"{counts[c]}{_of(c, need)} free" for c in (lacking or need))
-        line = f"needs {wants} more in {short} {held[0]}, where its bound pods are; it has {has}"
-        return (GANG_UNSCHEDULABLE if lacking else GANG_PENDING), line
-    domain = topology.best_fit(need, free)
-    if domain is not None:
-        has = ", ".join(f"{free[domain][c]}{_of(c, need)}" for c in need)
-        line = f"fits in {short} {domain} (best fit): needs {wants} in one {key}; it has {has} free"
-        return GANG_PENDING, line
-    lacking = [c for c in need if need[c] > max(f[c] for f in free.values())]
-    if lacking:
-        largest = []
-        for c in lacking:
-            value = max(free, key=lambda v: (free[v][c], v))
-            largest.append(f"{free[value][c]}{_of(c, need)} free ({value})")
-        tail = f"the largest {short} has {', '.join(largest)}"
-    else:
-        tail = f"no {short} has all of them free at once"
-    return GANG_UNSCHEDULABLE, f"needs {wants} in one {key}; {tail}"
+    if not key or held is not None:
+        need, fit = (
+            topology.cluster_fit(scheduler, pending)
+            if held is None
+            else _domain_fit(scheduler, pending, key, held)
+        )
+        if not need:
+            return GANG_PENDING, "the gang claims no devices: its pods wait only for the scheduler"
+        by_class = need.by_class
+        lacking = [c for c in sorted(by_class) if by_class[c] > fit.free[c]]
+        has = ", ".join(f"{fit.free[c]}{_of(c, by_class)} free" for c in (lacking or by_class))
+        room = (
+            ""
+            if lacking or fit.members >= required
+            else (f" but room for {fit.members} of {len(pending)} pod(s)")
+        )
+        wants = need.describe()
+        if held is not None:  # members bound already: the rest must join their domain
+            line = f"needs {wants} more in {short} {held}, where its bound pods are; it has {has}"
+        else:
+            line = f"needs {wants}; the cluster has {has}"
+        if lacking or room:
+            return GANG_UNSCHEDULABLE, line + room
+        return GANG_PENDING, ("fits by count: " if held is None else "") + line
+    choice = topology.choose(scheduler, pending, key, required)
+    if not choice.need:
+        return GANG_PENDING, "the gang claims no devices: its pods wait only for the scheduler"
+    if choice.domain is None:
+        return GANG_UNSCHEDULABLE, choice.reason
+    fit = choice.fits[choice.domain]
+    by_class = choice.need.by_class
+    has = ", ".join(f"{fit.free[c]}{_of(c, by_class)}" for c in sorted(by_class))
+    return GANG_PENDING, (
+        f"fits in {short} {choice.domain} (best fit): needs {choice.need.describe()} in one "
+        f"{key}; it has {has} free"
+    )
+
+
+def _domain_fit(
+    scheduler: Scheduler, pods: Sequence[Pod], key: str, value: str
+) -> tuple[topology.Need, topology.DomainFit]:
+    need = topology.gang_need(scheduler, pods)
+    nodes = topology.domains(scheduler, key).get(value, [])
+    return need, topology.Packer(scheduler, need).fit(value, nodes)
 
 
 def _names(names: Sequence[str], shown: int = 4) -> str:
@@ -332,88 +340,6 @@ def _names(names: Sequence[str], shown: int = 4) -> str:
 def _of(klass: str, need: Mapping[str, int]) -> str:
     """` of class c` where the gang asks for several classes (one: the count says it)."""
     return f" of class {klass}" if len(need) > 1 else ""
-
-
-def _sum(free: Mapping[str, Counter[str]]) -> Counter[str]:
-    total: Counter[str] = Counter()
-    for counts in free.values():
-        total.update(counts)
-    return total
-
-
-def _wants(scheduler: Scheduler, pods: Sequence[Pod], need: Mapping[str, int]) -> str:
-    """`18 device(s) of class gpu (memory > 40Gi)`: the gang's need per class, with the
-    selectors its requests add to the class's (summarised)."""
-    selectors: dict[str, list[str]] = {}
-    seen: set[str] = set()
-    for pod in pods:
-        try:
-            claims = pod_claims(scheduler, pod)
-        except (KubedraError, Unschedulable):
-            continue
-        for claim in claims:
-            if claim.name in seen or (claim.status is not None and claim.status.allocation):
-                continue
-            seen.add(claim.name)
-            for request in claim.spec.devices.requests:
-                exact = request.exactly or (
-                    request.first_available[0] if request.first_available else None
-                )
-                if exact is None:
-                    continue
-                said = selectors.setdefault(exact.device_class_name, [])
-                for s in exact.selectors:
-                    if s.cel is not None:
-                        for text in summarise_selector(s.cel.expression):
-                            if text not in said:
-                                said.append(text)
-    parts = []
-    for klass, count in sorted(need.items()):
-        said = selectors.get(klass) or []
-        parts.append(
-            f"{count} device(s) of class {klass}" + (f" ({', '.join(said)})" if said else "")
-        )
-    return " + ".join(parts)
-
-
-_PATH = r'((?:\[\s*"[^"]*"\s*\]|\.\w+)+)'
-_CAPACITY = re.compile(
-    r"device\.capacity" + _PATH + r'\s*\.\s*(isGreaterThan|isLessThan|compareTo)\(\s*quantity\(\s*"'
-    r'([^"]+)"\s*\)\s*\)(?:\s*(>=|<=|==|!=|>|<)\s*(-?\d+))?'
-)
-_ATTRIBUTE = re.compile(r"device\.attributes" + _PATH + r'\s*(==|!=|>=|<=|>|<)\s*("[^"]*"|[\w.]+)')
-_LAST = re.compile(r'(?:\["([^"]*)"\]|\.(\w+))\s*$')
-_SHORT_EXPRESSION = 48  # an expression not summarised is shown when at most this long
-
-
-def summarise_selector(expression: str) -> list[str]:
-    """A request selector in a few words: capacity comparisons (`memory > 40Gi`) and
-    attribute comparisons (`productName == "H100"`); else the expression itself when short,
-    or `a CEL selector`."""
-    out = []
-    for m in _CAPACITY.finditer(expression):
-        label, call, value, op, zero = (m.group(i) for i in range(1, 6))
-        label = _last(label)
-        if call == "isGreaterThan":
-            out.append(f"{label} > {value}")
-        elif call == "isLessThan":
-            out.append(f"{label} < {value}")
-        elif op is not None and zero == "0":
-            out.append(f"{label} {op} {value}")
-    for m in _ATTRIBUTE.finditer(expression):
-        out.append(f"{_last(m.group(1))} {m.group(2)} {m.group(3)}")
-    if out:
-        return out
-    text = " ".join(expression.split())
-    return [text if len(text) <= _SHORT_EXPRESSION else "a CEL selector"]
-
-
-def _last(path: str) -> str:
-    m = _LAST.search(path)
-    if m is None:
-        return path
-    name = m.group(1) if m.group(1) is not None else m.group(2)
-    return name.rpartition("/")[2]
 
 
 def gang_json(gang: GangExplanation) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Devices are no API objects: two schedulers that allocate from one node's slices can each
 see a device free in a cache that has not yet seen the other's claim, and both take it.
 Upstream supports one scheduler per node's devices (kubernetes#128980). kubedra tells which
-of its nodes another scheduler uses: where that scheduler's pods hold devices, and where its
+of its nodes another scheduler uses: where that scheduler's pods hold devices (through a
+claim reserved for them, or for their PodGroup), and where its
 pending pods with claims may land while it is placing them. A pod its scheduler left pending
 for RACE_WINDOW_S seconds is not being placed now, so a pod that fits nowhere does not keep
 the nodes it could go to from kubedra for ever.
@@ -19,6 +20,7 @@ from kubedra.allocator import DeviceRef
 from kubedra.api.core import Pod, pod_runs
 from kubedra.api.resource import ResourceClaim
 from kubedra.scheduler.cache import Key
+from kubedra.scheduler.claims import is_podgroup_consumer, pod_group_of
 from kubedra.scheduler.queue import pod_key
 
 log = logging.getLogger(__name__)
@@ -107,15 +109,25 @@ class OtherSchedulers:
         claims: Iterable[ResourceClaim],
         node_of: Callable[[DeviceRef], str | None],
     ) -> dict[str, str]:
-        """Nodes where claims reserved for their pods hold devices."""
+        """Nodes where claims reserved for their pods hold devices, or reserved for a
+        PodGroup (KEP-5729: one entry for the group) whose pods are theirs."""
+        pods = list(pods)
         by_uid = {p.metadata.uid: p for p in pods}
+        by_group: dict[tuple[str, str], Pod] = {}
+        for p in pods:
+            group = pod_group_of(p)
+            if group is not None and not self.mine(p):
+                by_group.setdefault(group, p)
         held: dict[str, str] = {}
         for claim in claims:
             status = claim.status
             if status is None or status.allocation is None:
                 continue
             for consumer in status.reserved_for:
-                pod = by_uid.get(consumer.uid)
+                if is_podgroup_consumer(consumer):
+                    pod = by_group.get((claim.namespace, consumer.name))
+                else:
+                    pod = by_uid.get(consumer.uid)
                 if pod is None or self.mine(pod):
                     continue
                 for r in status.allocation.devices.results:

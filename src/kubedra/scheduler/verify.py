@@ -5,8 +5,9 @@ on the node the allocation is for, each request preferring exactly the devices i
 A valid allocation is then the first solution it finds (every device matches its class
 and request selectors, counts and constraints hold), so the claim is valid when the
 allocator returns the same devices, request for request. Then what concerns the cluster:
-no device held by two claims, every reservation names a live pod, and every bound pod's
-claims are allocated, reserved for it, and admit its node. Taints are left out: a device
+no device held by two claims, every reservation names a live pod (or a PodGroup that
+exists, KEP-5729: one entry for the whole group), and every bound pod's claims are
+allocated, reserved for it or for its PodGroup, and admit its node. Taints are left out: a device
 tainted after its allocation keeps it (evicting is the taint controller's part).
 """
 
@@ -34,9 +35,12 @@ from kubedra.api.resource import (
     ResourceClaim,
     ResourceSlice,
 )
+from kubedra.api.scheduling import PodGroup
 from kubedra.api.selection import NodeSelectorError, node_selector_matches
 from kubedra.cluster.store import Store
+from kubedra.errors import KubedraError
 from kubedra.scheduler.binding import reserved_for
+from kubedra.scheduler.claims import is_podgroup_consumer, pod_group_of
 
 # Against slices and classes only: a taint added since the allocation does not undo it.
 _CHECK_FEATURES = Features(device_taints=False, device_taint_rules=False)
@@ -50,17 +54,18 @@ def check_allocations(store: Store) -> list[str]:
     inventory = Inventory.build(store.list(ResourceSlice), features=_CHECK_FEATURES)
     classes = {c.name: c for c in store.list(DeviceClass)}
     by_uid = {p.metadata.uid: p for p in pods}
+    groups = _pod_groups(store)
     problems = _double_held(claims)
     for claim in claims:
         allocation = claim.status.allocation if claim.status else None
         if allocation is None:
             continue
-        node = _node_of(claim, allocation, by_uid, nodes)
+        node = _node_of(claim, allocation, pods, by_uid, nodes)
         if node is None:
             problems.append(f"claim {_name(claim)}: allocated, but no node its allocation admits")
             continue
         problems += _check_claim(claim, allocation, node, inventory, classes)
-        problems += _check_reservations(claim, by_uid)
+        problems += _check_reservations(claim, by_uid, groups)
     for pod in pods:
         problems += _check_bound_pod(pod, claims, nodes)
     return problems
@@ -109,9 +114,25 @@ def _check_claim(
     return []
 
 
-def _check_reservations(claim: ResourceClaim, pods: dict[str | None, Pod]) -> list[str]:
+def _pod_groups(store: Store) -> set[str | None]:
+    """The uids of the PodGroups (none where the server does not serve them)."""
+    try:
+        return {pg.metadata.uid for pg in store.list(PodGroup, namespace=None)}
+    except KubedraError:
+        return set()
+
+
+def _check_reservations(
+    claim: ResourceClaim, pods: dict[str | None, Pod], groups: set[str | None]
+) -> list[str]:
     problems = []
     for consumer in claim.status.reserved_for if claim.status else ():
+        if is_podgroup_consumer(consumer):
+            if consumer.uid not in groups:
+                problems.append(
+                    f"claim {_name(claim)}: reserved for pod group {consumer.name}, which is gone"
+                )
+            continue
         pod = pods.get(consumer.uid)
         if pod is None:
             problems.append(
@@ -137,12 +158,22 @@ def _check_bound_pod(pod: Pod, claims: list[ResourceClaim], nodes: dict[str, Nod
         if claim is None or allocation is None:
             problems.append(f"{where}: claim {name} is not allocated")
             continue
-        if not reserved_for(claim, pod.metadata.uid):
+        if not (reserved_for(claim, pod.metadata.uid) or _reserved_for_group(claim, pod)):
             problems.append(f"{where}: claim {name} is not reserved for it")
         node = nodes.get(pod.spec.node_name)
         if node is not None and not _admits(allocation, node):
             problems.append(f"{where}: claim {name}'s allocation does not admit the node")
     return problems
+
+
+def _reserved_for_group(claim: ResourceClaim, pod: Pod) -> bool:
+    """Reserved for the pod's PodGroup (upstream's test: the entry names the group the pod
+    names, since a pod does not know its group's uid)."""
+    group = pod_group_of(pod)
+    return group is not None and any(
+        is_podgroup_consumer(r) and r.name == group[1]
+        for r in (claim.status.reserved_for if claim.status else ())
+    )
 
 
 def _double_held(claims: list[ResourceClaim]) -> list[str]:
@@ -158,12 +189,21 @@ def _double_held(claims: list[ResourceClaim]) -> list[str]:
 def _node_of(
     claim: ResourceClaim,
     allocation: AllocationResult,
-    pods: dict[str | None, Pod],
+    pods: list[Pod],
+    by_uid: dict[str | None, Pod],
     nodes: dict[str, Node],
 ) -> Node | None:
-    """The node of a pod the claim is reserved for, else the first its allocation admits."""
+    """The node of a pod the claim is reserved for (or of a bound pod of the PodGroup it is
+    reserved for, on a node the allocation admits), else the first its allocation admits."""
     for consumer in claim.status.reserved_for if claim.status else ():
-        pod = pods.get(consumer.uid)
+        if is_podgroup_consumer(consumer):
+            group = (claim.namespace, consumer.name)
+            for member in pods:
+                node = nodes.get(member.spec.node_name or "")
+                if node is not None and pod_group_of(member) == group and _admits(allocation, node):
+                    return node
+            continue
+        pod = by_uid.get(consumer.uid)
         if pod is not None and pod.spec.node_name in nodes:
             return nodes[pod.spec.node_name]
     return next((n for _, n in sorted(nodes.items()) if _admits(allocation, n)), None)

@@ -3,7 +3,8 @@
 Inputs (`trace`): the Alibaba openb CSVs or YAML clusters/workloads; conversion to DRA
 objects (`convert`); the engine with the FGD saturation experiment and a replay with
 departures (`engine`); measures (`metrics`); outputs and the results report (`report`);
-entry points for the CLI (`cli`: `sim_run`, `sim_compare`, `sim_report`).
+entry points for the CLI (`cli`: `sim_run`, `sim_compare`, `sim_report`); gang jobs
+against pod-by-pod placement (`gangs`, `python -m kubedra.sim.gangs`).
 """
 
 from kubedra.sim.cli import sim_compare, sim_report, sim_run

@@ -6,10 +6,11 @@ reservations of pods that are done, deallocates claims nobody reserves and delet
 claims generated for pods that are gone. On the embedded store kubedra's scheduler is also
 that controller (`release_ended`); on a cluster it only drops reservations.
 
-A claim reserved for a PodGroup (KEP-5729) is held while the group lives: its reservation
-goes, and the claim is deallocated, once no pod of the group is left that has not ended,
-or the PodGroup is gone (as upstream's resourceclaim controller does for a group). A claim
-generated for a PodGroup is deleted with the PodGroup, not with its pods.
+A claim reserved for a PodGroup (KEP-5729) is held while the PodGroup exists, whether or
+not its pods still run: its reservation goes, and the claim is deallocated, only once the
+PodGroup is gone or replaced (another uid), as upstream's resourceclaim controller (v1.37)
+does for a group. A claim generated for a PodGroup is deleted with the PodGroup (garbage
+collection, by its owner reference), not with its pods.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from collections.abc import Iterable
 
 import msgspec
 
-from kubedra.api.core import ENDED_PHASES, Pod, pod_runs
+from kubedra.api.core import Pod, pod_runs
 from kubedra.api.resource import ResourceClaim, ResourceClaimConsumerReference
 from kubedra.api.scheduling import PodGroup
 from kubedra.errors import KubedraError
 from kubedra.scheduler.binding import FINALIZER, update_status_retrying
 from kubedra.scheduler.cache import key_of
-from kubedra.scheduler.claims import allocated_refs, is_podgroup_consumer, pod_group_of
+from kubedra.scheduler.claims import allocated_refs, is_podgroup_consumer
 from kubedra.scheduler.framework.interfaces import Handle
 
 log = logging.getLogger(__name__)
@@ -38,25 +39,17 @@ def pods_by_uid(handle: Handle) -> Pods:
 
 
 class Groups:
-    """Which PodGroups still hold their claims: the group exists (by uid) and a pod of it
-    has not ended (upstream's test for a pod that still needs its claims: not terminal,
-    and not deleted before it was scheduled)."""
+    """Which PodGroups still hold their claims: those that exist, by uid (upstream keeps a
+    group's reservation until the PodGroup is deleted or replaced, not when its pods end:
+    the group may start pods again)."""
 
     def __init__(self, handle: Handle, pods: Pods) -> None:
         self.uids = {
             pg.metadata.uid for pg in handle.cache.of(PodGroup).values() if isinstance(pg, PodGroup)
         }
-        self.busy: set[tuple[str, str]] = set()
-        for pod in pods.values():
-            group = pod_group_of(pod)
-            if group is None or (pod.status is not None and pod.status.phase in ENDED_PHASES):
-                continue
-            if pod.metadata.deletion_timestamp and not pod.spec.node_name:
-                continue
-            self.busy.add(group)
 
     def live(self, namespace: str, ref: ResourceClaimConsumerReference) -> bool:
-        return ref.uid in self.uids and (namespace, ref.name) in self.busy
+        return ref.uid in self.uids
 
 
 def _live(

@@ -11,7 +11,9 @@ same at its extension points:
                 brings its parked or backed-off siblings to the active queue, so that a
                 gang's pods are tried together (PrioritySort also keeps them adjacent)
     PreFilter   with a topology key, the gang's domain: the one its members already hold,
-                else the best fit for what the whole gang needs (`topology.py`); none
+                else the best fit among the domains whose nodes take its pending members
+                (packed node by node, `topology.py`), leaving out a domain where the gang
+                failed at placement (PostFilter) until something there is freed; none
                 fitting ends the cycle with the numbers
     NodeFilter  refuses the nodes outside that domain (before DynamicResources allocates)
     PostFilter  a member that fits nowhere while others wait: once the gang can no longer
@@ -93,6 +95,8 @@ class GangState:
     group: GroupKey
     pg: PodGroup
     nodes: frozenset[str] | None  # the topology domain's nodes (None: no constraint)
+    key: str = ""  # the topology key
+    domain: str | None = None  # the topology domain
 
 
 class GangScheduling(
@@ -112,6 +116,11 @@ class GangScheduling(
         self._attempts = itertools.count()
         # Members that fit nowhere while others of their gang wait, per gang.
         self._failed: dict[GroupKey, set[PodKey]] = {}
+        # Topology domains where a gang failed at placement: domain -> its free matching
+        # devices then (tried again once more is free there).
+        self._failed_domains: dict[GroupKey, dict[str, int]] = {}
+        # The domain last chosen per gang, with its free matching devices then.
+        self._chosen: dict[GroupKey, tuple[str, int]] = {}
         self._siblings_at: dict[GroupKey, float] = {}
         # Pods this plugin's PreEnqueue parked (waiting for the group to form), per group:
         # only those are activated at once when it forms; a sibling parked for another
@@ -151,7 +160,7 @@ class GangScheduling(
         pg = self.pod_group(group)
         if pg is None:
             self._gated.setdefault(group, set()).add(pod_key(pod))
-            return f'waiting for pod\'s pod group "{group[1]}" to appear in scheduling queue'
+            return f'waiting for pods\'s pod group "{group[1]}" to appear in scheduling queue'
         members = self.members(group)
         if len(members) < min_count(pg):
             self._gated.setdefault(group, set()).add(pod_key(pod))
@@ -187,8 +196,13 @@ class GangScheduling(
             raise Waiting(f'waiting for pod\'s pod group "{group[1]}"', quiet=True)
         constraints = pg.spec.scheduling_constraints
         key = constraints.topology[0].key if constraints and constraints.topology else ""
-        nodes = self._domain_nodes(pg, group, key, info.pod) if key else None
-        state.write(NAME, GangState(group, pg, nodes))
+        domain = self._domain(pg, group, key, info.pod) if key else None
+        nodes = (
+            frozenset(n.name for n in self.handle.nodes() if n.metadata.labels.get(key) == domain)
+            if key
+            else None
+        )
+        state.write(NAME, GangState(group, pg, nodes, key, domain))
 
     def signature(self, state: CycleState, info: PodInfo) -> bytes:
         """A gang member is like no other pod (its domain and its siblings matter): each
@@ -197,27 +211,23 @@ class GangScheduling(
             return b""
         return b"gang\x00%d\x00" % next(self._attempts)
 
-    def _domain_nodes(self, pg: PodGroup, group: GroupKey, key: str, pod: Pod) -> frozenset[str]:
+    def _domain(self, pg: PodGroup, group: GroupKey, key: str, pod: Pod) -> str:
+        """The gang's domain: the one its placed members hold, else the best fit for what
+        its pending members need (`topology.choose`), leaving out the domains where it
+        failed at placement since (until something there is freed)."""
         handle = self.handle
         members = self.members(group)
-        node_map = handle.node_map()
-        held = [
-            node_map[m.spec.node_name].metadata.labels.get(key)
-            for m in members
-            if m.spec.node_name and m.spec.node_name in node_map
-        ]
-        domain = next((v for v in held if v is not None), None)
-        if domain is None:
-            placed = {pod_key(m) for m in members if m.spec.node_name}
-            pending = [m for m in members if pod_key(m) not in placed]
-            need = topology.gang_need(handle, pending or [pod])
-            free = topology.domain_free(handle, key, need)
-            domain = (topology.best_fit(need, free) if need else min(free)) if free else None
-            if domain is None:
-                why = topology.no_domain(key, need, free)
-                self._gang_failed(pod, why, pg)
-                raise Unschedulable(why)
-        return frozenset(n.name for n in handle.nodes() if n.metadata.labels.get(key) == domain)
+        domain = topology.held_domain(handle, members, key)
+        if domain is not None:
+            return domain
+        pending = [m for m in members if not m.spec.node_name] or [pod]
+        required = max(min_count(pg) - (len(members) - len(pending)), 1)
+        choice = topology.choose(handle, pending, key, required, self._failed_domains.get(group))
+        if choice.domain is None:
+            self._gang_failed(pod, choice.reason, pg)
+            raise Unschedulable(choice.reason)
+        self._chosen[group] = (choice.domain, choice.fits[choice.domain].spare)
+        return choice.domain
 
     # --- NodeFilter ----------------------------------------------------------------------
 
@@ -241,8 +251,20 @@ class GangScheduling(
     def post_filter(self, state: CycleState, info: PodInfo, diagnosis: Diagnosis) -> str:
         gang = state.get(NAME, GangState)
         if gang is not None:
+            if gang.domain is not None:
+                self._domain_failed(gang)
             self._gang_failed(info.pod, diagnosis.summary(), gang.pg)
         return ""
+
+    def _domain_failed(self, gang: GangState) -> None:
+        """A member fits nowhere in the gang's chosen domain: that domain is left out of
+        the gang's next choices until more is free there than when it was chosen (the
+        gang's own members, given back, free nothing new)."""
+        assert gang.domain is not None
+        chosen = self._chosen.get(gang.group)
+        if chosen is None or chosen[0] != gang.domain:
+            return  # the domain its bound members hold: not a choice of this plugin's
+        self._failed_domains.setdefault(gang.group, {})[gang.domain] = chosen[1]
 
     def _gang_failed(self, pod: Pod, why: str, pg: PodGroup) -> None:
         """A member fits nowhere: say so on the group; reject the waiting members once the
@@ -296,12 +318,19 @@ class GangScheduling(
         waiting = [k for k in self._waiting(members) if k != pod_key(pod)]
         if placed >= needed:
             self._failed.pop(gang.group, None)
+            self._failed_domains.pop(gang.group, None)
+            self._chosen.pop(gang.group, None)
             for key in waiting:
                 self.handle.waiting.allow(key, NAME)
             return ALLOW
         failed = self._failed.get(gang.group, set()) - {pod_key(pod)}
         if len(members) - len(failed) < needed:
-            why = f"the gang cannot reach minCount {needed}: {len(failed)} pod(s) fit nowhere"
+            # upstream's wording (its PlacementFeasible)
+            remaining = len(members) - len(failed) - placed
+            why = (
+                f"minCount ({needed}) cannot be satisfied: {placed} scheduled, "
+                f"{remaining} remaining"
+            )
             self._reject(gang.group, waiting, why)
             return Verdict(reject=why)
         return Verdict(timeout=self.timeout)
