@@ -206,10 +206,10 @@ def test_a_group_claim_is_made_as_upstreams_controller_makes_it(store: SqliteSto
 
 
 def test_generate_name_is_cut_in_proportion_as_upstream() -> None:
-    from kubedra.scheduler.claims import group_claim_prefix
+    from kubedra.scheduler.claims import claim_prefix
 
-    assert group_claim_prefix("train", "gpus") == "train-gpus-"
-    long = group_claim_prefix("p" * 60, "c" * 20)  # 82 characters: both cut, no hyphen
+    assert claim_prefix("train", "gpus") == "train-gpus-"
+    long = claim_prefix("p" * 60, "c" * 20)  # 82 characters: both cut, no hyphen
     assert long == "p" * 41 + "-" + "c" * 13 and len(long) <= 57
 
 

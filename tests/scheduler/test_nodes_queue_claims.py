@@ -172,5 +172,9 @@ def test_long_names_leave_room_for_the_suffix() -> None:
     doc["metadata"]["name"] = "p" * 60
     p = decode_object(doc).obj
     assert isinstance(p, Pod)
-    prefix = generated_claim(p, p.spec.resource_claims[0], template).metadata.generate_name or ""
-    assert len(prefix) + 5 <= 63 and prefix.endswith("-")
+    entry = p.spec.resource_claims[0]
+    prefix = generated_claim(p, entry, template).metadata.generate_name or ""
+    assert len(prefix) + 5 <= 63
+    # As upstream's controller: both names cut in proportion, the entry's kept in part.
+    pod_part, _, entry_part = prefix.rpartition("-")
+    assert pod_part and set(pod_part) == {"p"} and entry_part and entry.name.startswith(entry_part)

@@ -58,17 +58,20 @@ from kubedra.cluster.sqlite import generated_name
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 # generateName keeps 5 characters for the random suffix within a 63-character name.
 _MAX_PREFIX = 63 - 5
+# The longest generateName base upstream's controller leaves for its parts (63 characters
+# less the hyphen and the 5 random characters the API server adds).
+_MAX_BASE = 57
 
 
 def pod_owner(pod: Pod) -> OwnerReference:
-    """The pod as controlling owner: its claims are deleted with it (garbage collection)."""
+    """The pod as controlling owner: its claims are deleted with it (garbage collection).
+    Upstream's resourceclaim controller sets no blockOwnerDeletion on the claims it makes."""
     return OwnerReference(
         api_version="v1",
         kind="Pod",
         name=pod.name,
         uid=pod.metadata.uid or "",
         controller=True,
-        block_owner_deletion=True,
     )
 
 
@@ -76,22 +79,41 @@ def generated_claim(
     pod: Pod, entry: PodResourceClaim, template: ResourceClaimTemplate
 ) -> ResourceClaim:
     """The claim to create for a template entry of the pod (not yet stored)."""
+    return claim_from_template(template, pod.namespace, pod.name, entry.name, pod_owner(pod))
+
+
+def claim_from_template(
+    template: ResourceClaimTemplate, namespace: str, owner_name: str, entry: str,
+    owner: OwnerReference,
+) -> ResourceClaim:
+    """A claim as the resourceclaim controller makes one from a template for an owner's entry
+    (a pod's, or a PodGroup's): the template's labels and spec, its annotations plus the
+    entry's name, the owner as controller, `generateName` from both names."""
     tmeta = template.spec.metadata or ObjectMeta()
-    prefix = f"{pod.name}-{entry.name}"[: _MAX_PREFIX - 1] + "-"
-    owner = pod_owner(pod)
     meta = ObjectMeta(
-        generate_name=prefix,
-        namespace=pod.namespace,
+        generate_name=claim_prefix(owner_name, entry),
+        namespace=namespace,
         labels=dict(tmeta.labels),
-        annotations={**tmeta.annotations, POD_CLAIM_NAME_ANNOTATION: entry.name},
+        annotations={**tmeta.annotations, POD_CLAIM_NAME_ANNOTATION: entry},
         owner_references=(owner,),
     )
     return ResourceClaim(
-        api_version="resource.k8s.io/v1",
-        kind="ResourceClaim",
-        metadata=meta,
+        api_version="resource.k8s.io/v1", kind="ResourceClaim", metadata=meta,
         spec=template.spec.spec,
-    )
+    )  # fmt: skip
+
+
+def claim_prefix(owner_name: str, entry: str) -> str:
+    """A generated claim's `generateName`: `<owner>-<entry>-`, or, when that is longer than
+    57 characters, both names cut in proportion to their length (upstream's controller does
+    so, rather than let the API server cut the entry's name away; it then ends without the
+    trailing hyphen)."""
+    prefix = f"{owner_name}-{entry}-"
+    if len(prefix) <= _MAX_BASE:
+        return prefix
+    size = len(prefix)
+    head, tail = len(owner_name) * _MAX_BASE // size, len(entry) * _MAX_BASE // size
+    return owner_name[:head] + "-" + entry[:tail]
 
 
 def is_owned_by(claim: ResourceClaim, pod: Pod) -> bool:
@@ -120,24 +142,7 @@ def with_claim_status(pod: Pod, entry: str, claim_name: str) -> Pod:
 
 # --- PodGroup claims (KEP-5729) -------------------------------------------------------------
 
-# The group's entry a generated claim was made for: upstream uses the pod's annotation.
-PODGROUP_CLAIM_NAME_ANNOTATION = POD_CLAIM_NAME_ANNOTATION
 PODGROUPS = "podgroups"
-# The longest generateName base upstream's controller leaves for its parts (63 characters
-# less the hyphen and the 5 random characters the API server adds).
-_MAX_BASE = 57
-
-
-def group_claim_prefix(pg_name: str, entry: str) -> str:
-    """The generated claim's `generateName`: `<podgroup>-<claim>-`, or, when that is longer
-    than 57 characters, both names cut in proportion to their length (as upstream does,
-    which then ends it without the trailing hyphen)."""
-    prefix = f"{pg_name}-{entry}-"
-    if len(prefix) <= _MAX_BASE:
-        return prefix
-    size = len(prefix)
-    head, tail = len(pg_name) * _MAX_BASE // size, len(entry) * _MAX_BASE // size
-    return pg_name[:head] + "-" + entry[:tail]
 
 
 def pod_group_of(pod: Pod) -> tuple[str, str] | None:
@@ -198,20 +203,7 @@ def generated_group_claim(
     pg: PodGroup, entry: PodGroupResourceClaim, template: ResourceClaimTemplate
 ) -> ResourceClaim:
     """The claim to create for a template entry of the group (not yet stored)."""
-    tmeta = template.spec.metadata or ObjectMeta()
-    meta = ObjectMeta(
-        generate_name=group_claim_prefix(pg.name, entry.name),
-        namespace=pg.namespace,
-        labels=dict(tmeta.labels),
-        annotations={**tmeta.annotations, PODGROUP_CLAIM_NAME_ANNOTATION: entry.name},
-        owner_references=(podgroup_owner(pg),),
-    )
-    return ResourceClaim(
-        api_version="resource.k8s.io/v1",
-        kind="ResourceClaim",
-        metadata=meta,
-        spec=template.spec.spec,
-    )
+    return claim_from_template(template, pg.namespace, pg.name, entry.name, podgroup_owner(pg))
 
 
 def is_owned_by_group(claim: ResourceClaim, pg: PodGroup) -> bool:
