@@ -7,7 +7,7 @@ import msgspec
 from kubedra.api.core import Pod, PodSpec
 from kubedra.api.meta import ObjectMeta
 from kubedra.cluster.store import EventType, WatchEvent
-from kubedra.scheduler.cache import ObjectCache
+from kubedra.scheduler.cache import ASSUMED, CURRENT, SUPERSEDED, ObjectCache
 
 
 def pod(rv: int, node: str | None = None, name: str = "p") -> Pod:
@@ -75,3 +75,29 @@ def test_deletion_ends_an_assumption_and_a_restore_of_a_new_object_removes_it() 
     cache.assume(msgspec.structs.replace(pod(1), spec=PodSpec(node_name="n1")))
     assert cache.apply(event(pod(2), EventType.DELETED))
     assert ("default", "p") not in cache.of(Pod)
+
+
+def test_a_deletion_during_the_write_keeps_the_late_answer_out_of_the_view() -> None:
+    cache = ObjectCache()
+    cache.apply(event(pod(1), EventType.ADDED))
+    cache.assume(pod(1, node="n1"))  # being written
+    assert cache.apply(event(pod(4), EventType.DELETED))  # bound, then deleted, first
+    assert cache.assume(pod(3, node="n1"), rv=3) == SUPERSEDED  # the write's answer, late
+    assert ("default", "p") not in cache.of(Pod) and not cache.assumed(Pod, ("default", "p"))
+    assert cache.assume(pod(1, node="n1")) == SUPERSEDED  # nor an answer without a version
+    assert ("default", "p") not in cache.of(Pod)
+    assert cache.apply(event(pod(9), EventType.ADDED))  # a new pod of the name
+    assert cache.assume(pod(10, node="n2"), rv=10) == ASSUMED
+    assert seen(cache).spec.node_name == "n2"
+
+
+def test_assume_says_whether_the_feed_had_the_write_or_newer_news() -> None:
+    cache = ObjectCache()
+    cache.apply(event(pod(1), EventType.ADDED))
+    cache.assume(pod(1, node="n1"))
+    assert not cache.apply(event(pod(5, node="n1")))
+    assert cache.assume(pod(5, node="n1"), rv=5) == CURRENT
+    cache.assume(pod(5, node="n1"))
+    assert not cache.apply(event(pod(8)))  # someone else's change after the write
+    assert cache.assume(pod(6, node="n1"), rv=6) == SUPERSEDED
+    assert seen(cache).metadata.resource_version == "8"

@@ -2,8 +2,11 @@
 show them, written in the background so that reporting never slows the reporter down.
 
 Like kube-scheduler's event broadcaster: a queue drained by one thread, through a client
-of its own (its own rate limit, so events never take the scheduler's API budget), and a
-full queue drops events rather than blocking. Only the API server keeps events: for the
+of its own, and a full queue drops events rather than blocking. That client has the limits
+of the component's own (`--kube-api-qps`/`--kube-api-burst`: kube-scheduler makes its event
+client from the same clientConnection config, cmd/kube-scheduler/app/options
+`createClients`), in a rate limiter of its own, so events never take the scheduler's API
+budget. Only the API server keeps events: for the
 embedded store the recorder logs them (it has no event expiry, and the pod's conditions
 already say the same).
 """
@@ -28,7 +31,6 @@ from kubedra.errors import KubedraError
 log = logging.getLogger(__name__)
 NOTE_LIMIT = 1024  # the API server refuses longer notes
 QUEUE_LIMIT = 1000  # events waiting to be written; more are dropped (as client-go does)
-EVENTS_QPS, EVENTS_BURST = 50.0, 100
 
 
 @dataclass(frozen=True)
@@ -58,10 +60,23 @@ class LogRecorder:
 
 
 class ApiRecorder:
-    """Creates events.k8s.io/v1 Events through its own client, one background thread."""
+    """Creates events.k8s.io/v1 Events through its own client, one background thread.
+    `qps`/`burst`: its rate limit; by default the store's client's (a limiter of its own)."""
 
-    def __init__(self, store: KubeStore, controller: str, instance: str) -> None:
-        self.client = ApiClient(store.config, qps=EVENTS_QPS, burst=EVENTS_BURST)
+    def __init__(
+        self,
+        store: KubeStore,
+        controller: str,
+        instance: str,
+        qps: float | None = None,
+        burst: int | None = None,
+    ) -> None:
+        limits = store.client.limiter
+        self.client = ApiClient(
+            store.config,
+            qps=limits.qps if qps is None else qps,
+            burst=limits.burst if burst is None else burst,
+        )
         self.controller, self.instance = controller, instance
         self.dropped = 0
         self.written = 0
@@ -128,7 +143,8 @@ class ApiRecorder:
 
 
 def recorder_for(store: object, controller: str, instance: str) -> Recorder:
-    """An API recorder on a cluster, a log recorder elsewhere."""
+    """An API recorder on a cluster (with the store's client limits), a log recorder
+    elsewhere."""
     if isinstance(store, KubeStore):
         return ApiRecorder(store, controller, instance)
     return LogRecorder()

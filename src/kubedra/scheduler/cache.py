@@ -7,6 +7,11 @@ long before the watch brings the writes back. An assumed object wins over older 
 that the feed delivers meanwhile; the feed's newest version is kept aside, and is what the
 view goes back to when the write fails (`restore`). The assumption ends when the feed
 delivers the written version or a newer one (or the object's deletion).
+
+A deletion the feed delivers while a write is in flight ends the assumption at once (the
+object is gone), and leaves a tombstone: the write's answer, handled later, must not put
+the object back in the view (upstream's assume cache refuses to assume an object it no
+longer has). `assume` says whether the view took the write or the feed's news was newer.
 """
 
 from __future__ import annotations
@@ -18,6 +23,12 @@ from kubedra.api.meta import KubeObject
 from kubedra.cluster.store import EventType, WatchEvent
 
 Key = tuple[str, str]  # (namespace, name)
+
+# What `assume` did with a write: put it in the view, found the feed had delivered this very
+# version already, or found newer news there (someone else's change, or the deletion).
+ASSUMED, CURRENT, SUPERSEDED = "assumed", "current", "superseded"
+# Deletions remembered against late answers to writes in flight (the oldest go first).
+TOMBSTONES = 4096
 
 
 def key_of(obj: KubeObject) -> Key:
@@ -41,6 +52,8 @@ class _Assumed:
 class ObjectCache:
     tables: dict[str, dict[Key, KubeObject]] = field(default_factory=dict)
     _assumed: dict[tuple[str, Key], _Assumed] = field(default_factory=dict)
+    # objects deleted while this scheduler assumed them -> the deletion's resourceVersion
+    _gone: dict[tuple[str, Key], int] = field(default_factory=dict)
 
     def of(self, cls: type[KubeObject]) -> dict[Key, KubeObject]:
         return self.tables.setdefault(cls.KIND, {})
@@ -56,6 +69,12 @@ class ObjectCache:
                 assumed.truth = obj
                 return False
             del self._assumed[(obj.KIND, k)]
+            if event.type is EventType.DELETED:
+                self._bury((obj.KIND, k), event.resource_version)
+        gone = self._gone.get((obj.KIND, k))
+        made_again = event.type is not EventType.DELETED and event.resource_version > (gone or 0)
+        if gone is not None and made_again:
+            del self._gone[(obj.KIND, k)]  # an object of the name again
         table = self.of(type(obj))
         if event.type is EventType.DELETED:
             table.pop(k, None)
@@ -68,9 +87,15 @@ class ObjectCache:
         obj: KubeObject,
         rv: int | None = None,
         shows: Callable[[KubeObject], bool] | None = None,
-    ) -> None:
-        """Put `obj` in the view now: being written (`rv` None) or written at `rv`."""
+    ) -> str:
+        """Put `obj` in the view now: being written (`rv` None) or written at `rv`. Returns
+        ASSUMED; CURRENT when the feed delivered this very version first (it is the view's
+        already); SUPERSEDED when the feed was faster with newer news, the view keeps: a
+        later version, or the object's deletion (then it does not come back)."""
         k, table = key_of(obj), self.of(type(obj))
+        gone = self._gone.get((obj.KIND, k))
+        if gone is not None and (rv is None or rv <= gone):
+            return SUPERSEDED  # deleted while it was being written
         assumed = self._assumed.get((obj.KIND, k))
         if assumed is None:
             assumed = self._assumed[(obj.KIND, k)] = _Assumed(table.get(k))
@@ -79,8 +104,9 @@ class ObjectCache:
         if truth is not None and rv is not None and rv_of(truth) >= rv:
             table[k] = truth  # the feed was faster than the writer's answer
             del self._assumed[(obj.KIND, k)]
-            return
+            return SUPERSEDED if rv_of(truth) > rv else CURRENT
         table[k] = obj
+        return ASSUMED
 
     def restore(self, cls: type[KubeObject], k: Key) -> None:
         """A write failed: the view goes back to the feed's newest version."""
@@ -98,6 +124,13 @@ class ObjectCache:
     def clear(self) -> None:
         self.tables.clear()
         self._assumed.clear()
+        self._gone.clear()
+
+    def _bury(self, k: tuple[str, Key], rv: int) -> None:
+        self._gone.pop(k, None)
+        self._gone[k] = rv
+        while len(self._gone) > TOMBSTONES:
+            del self._gone[next(iter(self._gone))]
 
     @staticmethod
     def _ends(assumed: _Assumed, event: WatchEvent) -> bool:

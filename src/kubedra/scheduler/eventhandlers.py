@@ -56,6 +56,22 @@ def refresh(s: Scheduler) -> None:
         s.queue.wake_all()
 
 
+def superseded(s: Scheduler, written: KubeObject) -> None:
+    """The feed brought news of an object after this scheduler's write of it, while the
+    write was in flight (the assumption kept it from the view until the write's answer was
+    handled): a claim deallocated or deleted meanwhile, as when its pod was deleted right
+    after its binding. The view takes it now as the change it is, and wakes the pods it may
+    help, as if the event had just arrived."""
+    current = s.cache.of(type(written)).get(key_of(written))
+    obj = current if current is not None else written
+    if isinstance(written, ResourceClaim) and not (
+        _is_allocated(written) or (isinstance(current, ResourceClaim) and _is_allocated(current))
+    ):
+        return
+    if _note_change(s, obj, current is None):
+        s.queue.wake_all()
+
+
 def group_pods(s: Scheduler, group: tuple[str, str]) -> list[tuple[str, str]]:
     """The pending pods of a PodGroup (namespace, name), by queue key."""
     return [

@@ -258,6 +258,11 @@ class Scheduler(ClusterSnapshot):
             return True
         return False
 
+    def superseded(self, written: KubeObject) -> None:
+        """The feed changed or deleted what this scheduler wrote while the write was in
+        flight: taken as that change now (`eventhandlers.superseded`)."""
+        eventhandlers.superseded(self, written)
+
     def invalidate(self) -> None:
         """Everything derived is read afresh, every memo forgotten."""
         self.drop_all()

@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from kubedra.allocator import AllocatedState, Features, Inventory, NodeInfo
 from kubedra.api.core import Namespace, Node, Pod, pod_runs
 from kubedra.api.kinds import KubeObjectT
+from kubedra.api.meta import KubeObject
 from kubedra.api.quantity import Quantity
 from kubedra.api.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
 from kubedra.cluster.selectors import parse_label_selector
 from kubedra.cluster.store import Store
-from kubedra.scheduler.cache import ObjectCache, rv_of
+from kubedra.scheduler.cache import ASSUMED, SUPERSEDED, ObjectCache, rv_of
 from kubedra.scheduler.claims import allocated_refs
 from kubedra.scheduler.nodes import add_requests
 from kubedra.scheduler.view import ClusterView
@@ -76,10 +77,21 @@ class ClusterSnapshot:
         self.drop(allocated=True, usage=True)
 
     def mine(self, obj: KubeObjectT) -> KubeObjectT:
-        """A write of this scheduler: in the view now, and not news when the feed brings it."""
-        self._own.add(rv_of(obj))
-        self.cache.assume(obj, rv_of(obj))
+        """A write of this scheduler: in the view now, and not news when the feed brings it.
+        When the feed brought it first, and newer news since (kept from the view while the
+        write was in flight), that news is taken now (`superseded`)."""
+        done = self.cache.assume(obj, rv_of(obj))
+        if done == ASSUMED:
+            self._own.add(rv_of(obj))  # its event is still to come
+        elif done == SUPERSEDED:
+            self.superseded(obj)
         return obj
+
+    def superseded(self, written: KubeObject) -> None:
+        """The feed changed `written` (or deleted it) after this scheduler wrote it, while the
+        write was in flight: what derives from it is read afresh (the Scheduler also wakes
+        the pods the change may help)."""
+        self.drop_all()
 
     # --- tables ---------------------------------------------------------------------------
 
