@@ -25,6 +25,7 @@ from kubedra.api.codec import decode_object
 from kubedra.api.core import Pod
 from kubedra.api.meta import KubeObject
 from kubedra.api.resource import DeviceClass, ResourceClaimTemplate
+from kubedra.api.scheduling import PodGroup
 from kubedra.catalog import profile
 from kubedra.cluster.reflector import Reflector
 from kubedra.cluster.store import Store
@@ -144,6 +145,58 @@ def claim_pod(
             "spec": spec,
         }
     ).obj
+    assert isinstance(obj, Pod)
+    return obj
+
+
+def pod_group(
+    name: str,
+    min_count: int | None,
+    *,
+    namespace: str = "default",
+    topology_key: str = "",
+    claims: Sequence[tuple[str, str]] = (),
+) -> PodGroup:
+    """A scheduling.k8s.io/v1beta1 PodGroup: a gang of `min_count` (`None`: the basic
+    policy, its pods scheduled independently), all in one domain of `topology_key` when
+    given, with PodGroup-level claims (KEP-5729) as (name, template) pairs."""
+    policy: dict[str, Any] = {"basic": {}} if min_count is None else {
+        "gang": {"minCount": min_count}}
+    spec: dict[str, Any] = {"schedulingPolicy": policy}
+    if topology_key:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
+    if claims:
+        spec["resourceClaims"] = [
+            {"name": claim, "resourceClaimTemplateName": template} for claim, template in claims
+        ]
+    obj = _decode(
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": spec,
+        }
+    )
+    assert isinstance(obj, PodGroup)
+    return obj
+
+
+def group_pod(
+    name: str,
+    group: str,
+    template: str,
+    scheduler: str,
+    *,
+    namespace: str = "default",
+    node_selector: dict[str, str] | None = None,
+) -> Pod:
+    """`claim_pod` as a member of PodGroup `group` (spec.schedulingGroup); its claim
+    `gpus` from `template` (a PodGroup claim of the same name, if the group has one,
+    replaces it)."""
+    pod = claim_pod(name, template, scheduler, namespace=namespace, node_selector=node_selector)
+    data = msgspec.to_builtins(pod)
+    data["spec"]["schedulingGroup"] = {"podGroupName": group}
+    obj = _decode({"apiVersion": "v1", "kind": "Pod", **data})
     assert isinstance(obj, Pod)
     return obj
 
