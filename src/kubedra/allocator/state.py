@@ -27,7 +27,7 @@ class AllocatedState:
     state for every placed pod would make a cluster-sized run quadratic.
     """
 
-    __slots__ = ("_counters", "capacity", "devices", "shared", "shares", "sharing")
+    __slots__ = ("_counters", "_extra", "capacity", "devices", "shared", "shares", "sharing")
 
     def __init__(
         self,
@@ -47,6 +47,9 @@ class AllocatedState:
         # Per-pool available counters, computed lazily by the search; cleared on `reserve`.
         # Keyed by id(pool); the pool object is kept in the value to guard against id reuse.
         self._counters: dict[int, tuple[object, dict[str, dict[str, int]]]] = {}
+        # Exclusive holds beyond the first, per device (claims that hold a device another
+        # claim holds too: an inconsistent cluster), so that `release` frees it exactly.
+        self._extra: dict[DeviceRef, int] = {}
 
     @classmethod
     def from_claims(
@@ -61,6 +64,7 @@ class AllocatedState:
     def with_allocation(self, result: AllocationResult) -> AllocatedState:
         """A new state that also holds the devices of `result` (this one is unchanged)."""
         state = AllocatedState(self.devices, self.shares, self.capacity, sharing=self.sharing)
+        state._extra = dict(self._extra)
         state.reserve(result)
         return state
 
@@ -73,7 +77,10 @@ class AllocatedState:
                 continue
             ref = DeviceRef(r.driver, r.pool, r.device)
             if r.share_id is None or not self.sharing:
-                self.devices.add(ref)
+                if ref in self.devices:
+                    self._extra[ref] = self._extra.get(ref, 0) + 1
+                else:
+                    self.devices.add(ref)
                 continue
             self.shares.add((ref, r.share_id))
             self.shared.add(ref)
@@ -82,6 +89,35 @@ class AllocatedState:
                 for name, q in r.consumed_capacity.items():
                     total[name] = total.get(name, 0) + q.nanos
         self._counters.clear()
+
+    def release(self, result: AllocationResult) -> bool:
+        """Give back what `reserve(result)` held (in place), as if the claim holding it had
+        never been counted. False, with nothing changed, where that is not exact: a result
+        with shares (their capacity totals are not kept per claim), or devices this state
+        does not hold; the caller then builds the state afresh (`from_claims`)."""
+        refs: list[DeviceRef] = []
+        for r in result.devices.results:
+            if r.admin_access:
+                continue
+            if r.share_id is not None and self.sharing:
+                return False
+            refs.append(DeviceRef(r.driver, r.pool, r.device))
+        wanted: dict[DeviceRef, int] = {}
+        for ref in refs:
+            wanted[ref] = wanted.get(ref, 0) + 1
+        for ref, n in wanted.items():
+            if ref not in self.devices or self._extra.get(ref, 0) + 1 < n:
+                return False
+        for ref in refs:
+            extra = self._extra.get(ref, 0)
+            if extra > 1:
+                self._extra[ref] = extra - 1
+            elif extra == 1:
+                del self._extra[ref]
+            else:
+                self.devices.discard(ref)
+        self._counters.clear()
+        return True
 
     def is_allocated(self, ref: DeviceRef) -> bool:
         """Allocated exclusively, or shared by at least one claim."""

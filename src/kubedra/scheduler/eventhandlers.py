@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING
 
 from kubedra.api.core import ENDED_PHASES, Node, Pod, pod_runs
 from kubedra.api.meta import KubeObject
-from kubedra.api.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
+from kubedra.api.resource import (
+    AllocationResult,
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceSlice,
+)
 from kubedra.api.scheduling import PodGroup
 from kubedra.cluster.store import WatchEvent
 from kubedra.scheduler.cache import key_of
@@ -51,6 +57,9 @@ def refresh(s: Scheduler) -> None:
                 _is_allocated(obj) or (isinstance(before, ResourceClaim) and _is_allocated(before))
             ):
                 continue  # a claim that holds no devices, before or after, changes no choice
+            after = s.cache.of(ResourceClaim).get(key_of(obj))
+            woken |= _claim_changed(s, before, after)
+            continue
         woken |= _note_change(s, obj, event.type == "DELETED")
     if woken:
         s.queue.wake_all()
@@ -123,6 +132,25 @@ def _note_change(s: Scheduler, obj: KubeObject, deleted: bool) -> bool:
             s.queue.remove(pod_key(obj))
         return ended
     return isinstance(obj, WAKING_KINDS)
+
+
+def _claim_changed(s: Scheduler, before: KubeObject | None, after: KubeObject | None) -> bool:
+    """A claim that holds devices, before or after the change, changed in the cache: the
+    allocated devices and the view take just that claim's change, and where it only freed
+    devices on known nodes, only the misfits those nodes may now fit are forgotten."""
+    freed = s.reallocated(_allocation(before), _allocation(after))
+    s.others.changed()
+    if freed is None:
+        s.framework.forget()
+    elif freed:
+        s.framework.freed(freed)
+    return True
+
+
+def _allocation(claim: KubeObject | None) -> AllocationResult | None:
+    if isinstance(claim, ResourceClaim) and claim.status is not None:
+        return claim.status.allocation
+    return None
 
 
 def _is_allocated(claim: ResourceClaim) -> bool:

@@ -12,12 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubedra.allocator import AllocatedState, Features, Inventory, NodeInfo
+from kubedra.allocator import AllocatedState, DeviceRef, Features, Inventory, NodeInfo
 from kubedra.api.core import Namespace, Node, Pod, pod_runs
 from kubedra.api.kinds import KubeObjectT
 from kubedra.api.meta import KubeObject
 from kubedra.api.quantity import Quantity
-from kubedra.api.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
+from kubedra.api.resource import (
+    AllocationResult,
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceSlice,
+)
 from kubedra.cluster.selectors import parse_label_selector
 from kubedra.cluster.store import Store
 from kubedra.scheduler.cache import ASSUMED, SUPERSEDED, ObjectCache, rv_of
@@ -141,6 +147,40 @@ class ClusterSnapshot:
         """The allocated devices, if built (an assumption is then added to it in place)."""
         return self._allocated
 
+    def reallocated(
+        self, old: AllocationResult | None, new: AllocationResult | None
+    ) -> frozenset[str] | None:
+        """One claim's allocation went from `old` to `new` in the cache (None: none, or no
+        claim): the built tables take the change in place rather than being rebuilt from
+        every claim (the allocated devices are built afresh where that is not exact, see
+        `AllocatedState.release`). Returns the nodes of the devices freed when the change
+        only freed devices, all of them on nodes the view knows; else None."""
+        if old == new:
+            return None  # nothing freed, nothing taken (what else changed is not known here)
+        allocated = self._allocated
+        if allocated is not None:
+            if old is not None and not allocated.release(old):
+                self._allocated = None
+            elif new is not None:
+                allocated.reserve(new)
+        view = self._view
+        freed = result_refs(old) if old is not None else []
+        if view is not None:
+            if freed:
+                view.release(freed)
+            if new is not None:
+                view.reserve(result_refs(new))
+        if new is not None or view is None:
+            return None
+        placement = view.placement
+        nodes = set()
+        for ref in freed:
+            where = placement.get(ref)
+            if where is None:
+                return None  # not a node-local device of a node this scheduler owns
+            nodes.add(where.node)
+        return frozenset(nodes)
+
     def view(self) -> ClusterView:
         if self._view is None:
             infos = [NodeInfo(n.name, n.metadata.labels) for n in self.nodes()]
@@ -198,3 +238,10 @@ class ClusterSnapshot:
         used = self.node_usage().get(node, {}).get("cpu")
         left = allocatable["cpu"] if used is None else allocatable["cpu"].sub(used)
         return left.milli_value()
+
+
+def result_refs(result: AllocationResult) -> list[DeviceRef]:
+    """The devices an allocation holds (admin access holds none), as `allocated_refs`."""
+    return [
+        DeviceRef(r.driver, r.pool, r.device) for r in result.devices.results if not r.admin_access
+    ]
