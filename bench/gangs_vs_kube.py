@@ -43,12 +43,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench.harness import free_port, wait_ready
 from kubedra.api.core import Namespace, Pod
 from kubedra.api.gates import WORKLOAD_FEATURE_GATES
 from kubedra.api.meta import ObjectMeta
@@ -227,7 +227,7 @@ class Session:
         return "default-scheduler" if self.scheduler == "kube-scheduler" else "kubedra"
 
     def start_kubedra(self) -> None:
-        port = _free_port()
+        port = free_port()
         env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)}
         env.pop("KUBEDRA_STORE", None)
         log = open(self.folder / "kubedra.log", "wb")  # noqa: SIM115 (the child's)
@@ -237,19 +237,8 @@ class Session:
             env=env, stdout=log, stderr=subprocess.STDOUT,
         )
         log.close()
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"kubedra scheduler exited:\n{self.log_tail()}")
-            try:
-                with opener.open(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"kubedra scheduler not ready in 120 s:\n{self.log_tail()}")
+        ready = f"http://127.0.0.1:{port}/readyz"
+        wait_ready(self.process, ready, self.log_tail, "kubedra scheduler")
 
     def log_tail(self, lines: int = 20) -> str:
         name = "kubedra.log" if self.process else "logs/kube-scheduler.log"
@@ -449,14 +438,6 @@ def table(scenarios: Sequence[Scenario], results: Sequence[GroupResult]) -> str:
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import gc
 import os
+import socket
+import subprocess
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,3 +104,32 @@ def format_table(rows: list[Row]) -> str:
     if quick():
         lines.insert(0, "QUICK MODE: small workloads, single runs; not measurements")
     return "\n".join(lines)
+
+
+def free_port() -> int:
+    """A TCP port free on localhost now (for a process the bench starts)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_ready(
+    process: subprocess.Popen[bytes], url: str, tail: Callable[[], str], what: str,
+    timeout: float = 120.0,
+) -> None:
+    """Wait until `url` answers 200 (a started process's readiness endpoint); raise with
+    the end of its log when it exits first or does not get ready in `timeout` s."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited:\n{tail()}")
+        try:
+            with opener.open(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{what} not ready in {timeout:g} s:\n{tail()}")

@@ -48,6 +48,7 @@ from pathlib import Path
 
 import yaml
 
+from bench.harness import free_port, wait_ready
 from kubedra.api.core import Namespace, Pod
 from kubedra.api.meta import ObjectMeta
 from kubedra.api.resource import ResourceClaim
@@ -193,7 +194,7 @@ class Session:
             self.pid = self.cluster.start_kube_scheduler(self.qps, self.burst, settings)
             return
         self.cluster.kubectl("apply", "-f", "-", input=EXTRA_RBAC)
-        port = _free_port()
+        port = free_port()
         env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig_for("scheduler"))}
         env.pop("KUBEDRA_STORE", None)
         log = open(os.path.join(self.folder, "kubedra.log"), "wb")  # noqa: SIM115 (the child's)
@@ -222,19 +223,8 @@ class Session:
         )
         log.close()
         self.pid = self.process.pid
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"kubedra scheduler exited:\n{self._log_tail()}")
-            try:
-                with opener.open(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"kubedra scheduler not ready in 120 s:\n{self._log_tail()}")
+        ready = f"http://127.0.0.1:{port}/readyz"
+        wait_ready(self.process, ready, self._log_tail, "kubedra scheduler")
 
     def _log_tail(self) -> str:
         text = Path(self.folder, "kubedra.log").read_text(errors="replace")
@@ -524,11 +514,3 @@ def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
