@@ -127,7 +127,8 @@ def test_dev_cluster_up_env_down_from_the_command_line(tmp_path: Path) -> None:
         assert kubeconfig == str(folder / "kubeconfig")
         lines = kubedra("dev-cluster", "env", "--dir", str(folder)).stdout.splitlines()
         assert lines[0] == f"export KUBECONFIG={kubeconfig}"
-        assert re.fullmatch(r'export PATH=\S+/bin:"\$PATH"', lines[1])
+        # the control plane's bin (kubectl), then helm's folder where helm is built
+        assert re.fullmatch(r'export PATH=\S+/bin(:[^:\s]+)*:"\$PATH"', lines[1])
         shell = subprocess.run(["bash", "-c", f'eval "$({sys.executable} -m kubedra dev-cluster '
                                 f'env --dir {folder})" && kubectl get nodes -o name'],
                                capture_output=True, text=True, env=env, cwd=REPO, timeout=120)

@@ -98,7 +98,8 @@ def test_registration_is_what_the_kubelet_accepts(env: Env) -> None:
         "type": "DRAPlugin",
         "name": GPU,
         "endpoint": str(env.driver.paths.dra_socket),
-        "supportedVersions": ["v1.DRAPlugin", "v1beta1.DRAPlugin"],
+        # the kubelet's DRA health service (KEP-4680) is advertised beside the plugin's
+        "supportedVersions": ["v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth"],
     }
     assert answer["service"] == "v1.DRAPlugin"
     older = env.kubelet.call("register", services=["v1beta1.DRAPlugin"])

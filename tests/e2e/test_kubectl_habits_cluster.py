@@ -123,4 +123,19 @@ def test_delete_waits_for_finalizers_as_kubectl(claims: DevCluster) -> None:
                                   "deviceclass.spec", "resourceslice.spec.devices.capacity",
                                   "pod.spec.nodeName", "pod.spec.resourceClaims.name"])
 def test_explain_fields_reads_as_kubectl_explain(cluster: DevCluster, path: str) -> None:
-    assert kubedra(cluster, "explain", path) == cluster.kubectl("explain", path)
+    """The same layout as kubectl explain: group, kind, version, the field and its type,
+    every subfield with its type and required mark, in order. The descriptions are
+    kubedra's own words, so only their presence is checked."""
+    ours, theirs = kubedra(cluster, "explain", path), cluster.kubectl("explain", path)
+    assert layout(ours) == layout(theirs)
+    assert descriptions(ours)
+
+
+def layout(text: str) -> list[str]:
+    """Everything but the prose: lines not indented as a description (4 spaces)."""
+    return [line.rstrip() for line in text.splitlines()
+            if line.strip() and not line.startswith("    ")]
+
+
+def descriptions(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("    ") and line.strip()]
