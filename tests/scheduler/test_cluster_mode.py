@@ -153,3 +153,20 @@ def test_a_node_where_another_schedulers_pending_pod_may_land_is_refused_for_a_w
     gpu_pod(store, "later", template="one", schedulerName="kubedra")
     (later,) = scheduler.run_once()
     assert later.node == "n1"
+
+
+def test_a_pending_pod_does_not_share_a_node_with_itself(store: SqliteStore) -> None:
+    """Explaining another scheduler's pending pod: its own pendency does not make the nodes
+    it may land on "shared"; another pending pod of that scheduler still does."""
+    gpu_pod(store, "theirs", template="one", schedulerName="default-scheduler",
+            nodeSelector={"kubernetes.io/hostname": "n1"})
+    scheduler = Scheduler(store, scheduler_names=("kubedra",))
+    scheduler.refresh()
+    theirs = store.get(Pod, "theirs")
+    assert scheduler.shared_nodes() == {"n1": "default-scheduler"}
+    assert scheduler.shared_nodes(besides=theirs) == {}
+    assert scheduler.shared_nodes() == {"n1": "default-scheduler"}  # nothing kept of it
+    gpu_pod(store, "other", template="one", schedulerName="default-scheduler",
+            nodeSelector={"kubernetes.io/hostname": "n1"})
+    scheduler.refresh()
+    assert scheduler.shared_nodes(besides=theirs) == {"n1": "default-scheduler"}

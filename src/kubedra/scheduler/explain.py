@@ -53,7 +53,9 @@ def explain_claims(
     holders = holders_of(scheduler.store.list(ResourceClaim, None))
     # The scheduler leaves nodes alone where another one allocates devices: say so, as a
     # blocker of those nodes, rather than "fits" where it will not place the pod.
-    shared = scheduler.shared_nodes() if pod is not None and scheduler.others.refuse else {}
+    shared = (
+        scheduler.shared_nodes(besides=pod) if pod is not None and scheduler.others.refuse else {}
+    )
     groups: dict[tuple[object, ...], list[str]] = {}
     info: dict[tuple[object, ...], NodeGroup] = {}
     for node in scheduler.nodes():

@@ -290,9 +290,10 @@ class Scheduler(ClusterSnapshot):
 
     # --- what commands, explanations and policies ask -----------------------------------
 
-    def shared_nodes(self) -> dict[str, str]:
-        """Owned nodes where another scheduler allocates devices (`sharing.py`)."""
-        known = self.others.known()
+    def shared_nodes(self, besides: Pod | None = None) -> dict[str, str]:
+        """Owned nodes where another scheduler allocates devices (`sharing.py`); `besides`:
+        a pod whose own pendency does not count (the pod being explained)."""
+        known = self.others.known(besides=besides)
         if known is not None:
             return known  # without listing every pod and claim (once per pod placed)
         placement = self.view().placement
@@ -312,6 +313,7 @@ class Scheduler(ClusterSnapshot):
                 if affinity is not None
                 else self.node_names()
             ),
+            besides=besides,
         )
 
     def node_fit(self, pod: Pod, node: Node, used: Mapping[str, Quantity]) -> NodeFit:

@@ -58,9 +58,12 @@ class OtherSchedulers:
         else:
             self._pending.pop(pod_key(pod), None)
 
-    def known(self, now: float | None = None) -> dict[str, str] | None:
+    def known(self, now: float | None = None, besides: Pod | None = None) -> dict[str, str] | None:
         """The nodes `nodes` found last while they still hold (None: it must look again);
-        cheap, unlike gathering `nodes`' arguments (every pod and claim)."""
+        cheap, unlike gathering `nodes`' arguments (every pod and claim). Never when
+        `besides` is one of their pending pods: those nodes counted it."""
+        if besides is not None and pod_key(besides) in self._pending:
+            return None
         if self._nodes is None or (self.clock() if now is None else now) >= self._until:
             return None
         return self._nodes
@@ -71,16 +74,20 @@ class OtherSchedulers:
         claims: Iterable[ResourceClaim],
         node_of: Callable[[DeviceRef], str | None],
         may_go: Callable[[Pod], Iterable[str]],
+        besides: Pod | None = None,
     ) -> dict[str, str]:
-        """`node_of`: an owned device's node; `may_go`: the owned nodes a pod may land on."""
+        """`node_of`: an owned device's node; `may_go`: the owned nodes a pod may land on;
+        `besides`: a pending pod left out (a pod does not share a node with itself), the
+        answer then not kept."""
         now = self.clock()
-        known = self.known(now)
+        known = self.known(now, besides)
         if known is not None:
             return known
         found = self._held(pods.values(), claims, node_of)
         self._pending = {k: t for k, t in self._pending.items() if now - t < RACE_WINDOW_S}
         self._until = min(self._pending.values(), default=now) + RACE_WINDOW_S
-        pending = [pods[k] for k in self._pending if k in pods]
+        left_out = pod_key(besides) if besides is not None else None
+        pending = [pods[k] for k in self._pending if k in pods and k != left_out]
         # Their bound pods' nodes too: a binding can arrive on the pod watch before the
         # claim's allocation arrives on the claim watch (two streams, no common order).
         bound = [p for p in pods.values() if p.spec.node_name and self._holds_claims(p)]
@@ -97,7 +104,8 @@ class OtherSchedulers:
                 else "two schedulers may pick the same device (--shared-nodes=warn)",
             )
         self.seen |= set(found)
-        self._nodes = found
+        # kept for the next caller only when it counted every pending pod
+        self._nodes = found if left_out is None or left_out not in self._pending else None
         return found
 
     def _holds_claims(self, pod: Pod) -> bool:
