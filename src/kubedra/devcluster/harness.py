@@ -518,6 +518,12 @@ def _answers_ok(request: urllib.request.Request, context: ssl.SSLContext | None)
         return False
 
 
+# Ports this process handed out: a component binds its port only once it starts (the
+# controller manager after the API server is up), so a port checked free for one
+# component, or for a cluster still stopping, must not be handed out again.
+_HANDED_OUT: set[int] = set()
+
+
 def _free_port() -> int:
     """A free loopback port below the kernel's ephemeral range: a port the kernel hands out
     for outgoing connections (the components talk to each other a lot while starting) could
@@ -525,6 +531,9 @@ def _free_port() -> int:
     low = _ephemeral_low()
     for _ in range(200):
         port = random.randrange(max(1024, low - 12000), low)
+        if port in _HANDED_OUT:
+            continue
+        _HANDED_OUT.add(port)
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
