@@ -47,6 +47,8 @@ from math import gcd
 from pathlib import Path
 from typing import Any
 
+from bench.progress_libs import import_ms, installed
+
 REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO.parent / "shared" / "data" / "alibaba-gpu-2023"
 REPEATS = 5
@@ -418,49 +420,6 @@ def _h100_shape() -> Any:
 # --- install and import costs -------------------------------------------------------------
 
 
-def import_ms(python: str, statement: str) -> float:
-    """Median import time of 5 fresh interpreters, less the interpreter's own start."""
-
-    def once(code: str) -> float:
-        start = time.perf_counter()
-        subprocess.run([python, "-c", code], check=True, env=_env())
-        return time.perf_counter() - start
-
-    bare = statistics.median(once("pass") for _ in range(5))
-    return (statistics.median(once(statement) for _ in range(5)) - bare) * 1e3
-
-
-def installed(python: str, dist: str) -> tuple[list[str], float]:
-    """The distributions `dist` brings less what kubedra already has (numpy), and their
-    installed size in MB."""
-    import re
-    import tomllib
-
-    wanted = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    have = sorted({re.split(r"[ ;<>=!\\[]", r)[0].lower() for r in wanted})
-    code = f"""
-import importlib.metadata as md, re, os
-have = set({have!r})
-todo, seen = [{dist!r}], set()
-while todo:
-    name = todo.pop().lower()
-    if name in seen or name in have:
-        continue
-    try:
-        d = md.distribution(name)
-    except md.PackageNotFoundError:
-        continue
-    seen.add(name)
-    todo += [re.split(r"[ ;<>=!\\[]", r)[0] for r in d.requires or [] if "extra ==" not in r]
-size = sum(os.path.getsize(f.locate()) for n in seen for f in md.distribution(n).files or ())
-print(" ".join(sorted(n + "-" + md.version(n) for n in seen)), size / 1e6)
-"""
-    out = subprocess.run(
-        [python, "-c", code], check=True, capture_output=True, text=True, env=_env()
-    ).stdout.split()
-    return out[:-1], float(out[-1])
-
-
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO}"}
 
@@ -468,11 +427,11 @@ def _env() -> dict[str, str]:
 def costs(python: str) -> None:
     print(f"\n{'solver':<9} {'import':>9}  adds to kubedra")
     for name, statement in IMPORTS.items():
-        ms = import_ms(python, statement)
+        ms = import_ms(python, statement, runs=5)
         if name == "kubedra":
             adds = "nothing (numpy is a dependency already)"
         else:
-            dists, mb = installed(python, name)
+            dists, mb = installed(python, name, versions=True)
             adds = f"{', '.join(dists)} ({mb:.1f} MB)"
         print(f"{name:<9} {ms:>6.0f} ms  {adds}")
 

@@ -67,16 +67,16 @@ for stream in (tty, pipe):
 """
 
 
-def import_ms(python: str, statement: str) -> float:
-    """Median import time of 7 fresh interpreters, less the interpreter's own start."""
+def import_ms(python: str, statement: str, runs: int = 7) -> float:
+    """Median import time of `runs` fresh interpreters, less the interpreter's own start."""
 
     def once(code: str) -> float:
         start = time.perf_counter()
         subprocess.run([python, "-c", code], check=True, env=_env())
         return time.perf_counter() - start
 
-    bare = statistics.median(once("pass") for _ in range(7))
-    return (statistics.median(once(statement) for _ in range(7)) - bare) * 1e3
+    bare = statistics.median(once("pass") for _ in range(runs))
+    return (statistics.median(once(statement) for _ in range(runs)) - bare) * 1e3
 
 
 def update_us(python: str, name: str) -> tuple[float, float]:
@@ -87,9 +87,9 @@ def update_us(python: str, name: str) -> tuple[float, float]:
     return float(out[0]), float(out[1])
 
 
-def installed(python: str, dist: str) -> tuple[list[str], float]:
+def installed(python: str, dist: str, versions: bool = False) -> tuple[list[str], float]:
     """The distributions `dist` brings (itself and what it requires, recursively, less what
-    kubedra already has) and their installed size in MB."""
+    kubedra already has; `versions`: named `name-version`) and their installed size in MB."""
     import re
     import tomllib
 
@@ -110,7 +110,8 @@ while todo:
     seen.add(name)
     todo += [re.split(r"[ ;<>=!\\[]", r)[0] for r in d.requires or [] if "extra ==" not in r]
 size = sum(os.path.getsize(f.locate()) for n in seen for f in md.distribution(n).files or ())
-print(" ".join(sorted(seen)), size / 1e6)
+named = (n + "-" + md.version(n) if {versions!r} else n for n in seen)
+print(" ".join(sorted(named)), size / 1e6)
 """
     out = subprocess.run(
         [python, "-c", code], check=True, capture_output=True, text=True, env=_env()
