@@ -36,6 +36,7 @@ from tests.api.manifests import DELETE, grouped_pod_doc, mutate, pod_group_doc, 
 from tests.api.test_scheduling_validation import ACCEPTED, CASES, STATUS_CASES, UPDATES
 from tests.conftest import REPO
 from tests.e2e.conftest import run_kubedra
+from tests.e2e.test_validation_parity import Verdicts, disagreements
 
 STRICT = {"dryRun": "All", "fieldValidation": "Strict"}
 
@@ -208,20 +209,12 @@ def verdicts(cluster: DevCluster) -> dict[str, tuple[set[str], set[str], str | N
     return out
 
 
-def test_scheduling_validation_agrees_with_the_api_server(
-    verdicts: dict[str, tuple[set[str], set[str], str | None]],
-) -> None:
-    disagreements = {
-        cid: f"kubedra {sorted(k)} / server {sorted(s)}"
-        for cid, (k, s, where) in verdicts.items()
-        if not agrees(k, s, where)
-    }
-    unexplained = {cid: why for cid, why in disagreements.items() if cid not in KNOWN}
-    gone = sorted(set(KNOWN) - set(disagreements))
+def test_scheduling_validation_agrees_with_the_api_server(verdicts: Verdicts) -> None:
+    differ, unexplained, gone = disagreements(verdicts, agrees, KNOWN)
     total = len(verdicts)
     rejected = sum(1 for k, s, _ in verdicts.values() if k and k == s)
-    print(f"scheduling differential: {total - len(disagreements)}/{total} agree "
-          f"({rejected} rejected by both at the same paths); {len(disagreements)} known differences")
+    print(f"scheduling differential: {total - len(differ)}/{total} agree "
+          f"({rejected} rejected by both at the same paths); {len(differ)} known differences")
     assert not unexplained, json.dumps(unexplained, indent=1)
     assert not gone, f"listed in KNOWN but now agree: {gone}"
 

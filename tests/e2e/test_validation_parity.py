@@ -11,7 +11,7 @@ and so does a listed one that has gone away (so the list stays true).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -172,20 +172,30 @@ def verdicts(cluster: Any) -> dict[str, tuple[set[str], set[str], str | None]]:
     }
 
 
-def test_validation_agrees_with_the_api_server(
-    verdicts: dict[str, tuple[set[str], set[str], str | None]],
-) -> None:
-    disagreements = {
+Verdicts = dict[str, tuple[set[str], set[str], str | None]]
+
+
+def disagreements(
+    verdicts: Verdicts, agree: Callable[[set[str], set[str], str | None], bool],
+    known: Iterable[str],
+) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """The cases where kubedra and the server disagree (case -> both verdicts), those of
+    them not listed as `known`, and the known ones that agree now."""
+    differ = {
         cid: f"kubedra {sorted(k)} / server {sorted(s)}"
         for cid, (k, s, where) in verdicts.items()
-        if not agrees(k, s, where)
+        if not agree(k, s, where)
     }
-    unexplained = {cid: why for cid, why in disagreements.items() if cid not in KNOWN}
-    gone = sorted(set(KNOWN) - set(disagreements))
+    unexplained = {cid: why for cid, why in differ.items() if cid not in known}
+    return differ, unexplained, sorted(set(known) - set(differ))
+
+
+def test_validation_agrees_with_the_api_server(verdicts: Verdicts) -> None:
+    differ, unexplained, gone = disagreements(verdicts, agrees, KNOWN)
     total = len(verdicts)
     print(
-        f"\nvalidation parity: {total - len(disagreements)}/{total} agree; "
-        f"{len(disagreements)} known differences"
+        f"\nvalidation parity: {total - len(differ)}/{total} agree; "
+        f"{len(differ)} known differences"
     )
     assert not unexplained, json.dumps(unexplained, indent=1)
     assert not gone, f"listed in KNOWN but now agree: {gone}"
