@@ -1,5 +1,5 @@
-"""Which LP solver prices share sizes: kubedra's own simplex, HiGHS or SciPy's linprog
-(not part of `make bench`).
+"""Which LP solver prices share sizes: HiGHS (the policies' solver), kubedra's former
+simplex or SciPy's linprog (not part of `make bench`).
 
     python -m bench.lp_solvers [PYTHON]    PYTHON: an interpreter with highspy and scipy
                                            installed, kubedra importable (default: this one)
@@ -7,23 +7,24 @@
 The LP is the dual of the cutting-stock relaxation that `policies/pricing.py` solves for
 `fragmentation-priced` (and `policies/partitions.py` for `mig-aware`): max d·y subject to
 a·y <= 1 for every configuration a (a multiset of sizes that fits on one device), y >= 0.
-kubedra finds it by column generation: its tableau simplex (`_max_profit`, Bland's rule) on
-the configurations found so far, a knapsack at the current prices adding the best one
-while it is worth more than a device. Compared, per mix:
+kubedra finds it by column generation: an LP solver on the configurations found so far, a
+knapsack at the current prices adding the best one while it is worth more than a device.
+Compared, per mix:
 
-- kubedra: `share_prices` as the policy calls it (its simplex inside column generation);
-- highs-cg / linprog-cg: the same column generation with the simplex replaced by HiGHS
-  (highspy, one model kept and a row added each round, so HiGHS restarts from its last
-  basis) or by `scipy.optimize.linprog(method="highs")` (a fresh solve each round);
-- kubedra-full / highs-full / linprog-full: one solve on every maximal configuration
+- kubedra: `share_prices` as the policy calls it (HiGHS through `dual_lp.DualLP`: one model
+  kept and a row added each round, so HiGHS restarts from its last basis);
+- simplex-cg / linprog-cg: the same column generation with kubedra's former solver (a
+  dense tableau simplex, Bland's rule, `simplex_solve`, kept here as the reference) or with
+  `scipy.optimize.linprog(method="highs")` (a fresh solve each round);
+- simplex-full / highs-full / linprog-full: one solve on every maximal configuration
   enumerated up front (what a solver without column generation needs; "-" where there are
-  more than `FULL_CAP` of them, or `OWN_FULL_CAP` for kubedra's dense tableau).
+  more than `FULL_CAP` of them, or `OWN_FULL_CAP` for the dense tableau).
 
 The mixes: those `fragmentation-priced` prices on the Alibaba openb traces (the primed mix,
 FGD's typical pods covering 95 % of the tasks, and the full one; shares of each share size
 in milli), the mixes it learns unprimed from the first pods of the default trace, synthetic
-mixes with many sizes, and the H100 MIG mixes `mig-aware` prices (`shape_prices`, same
-simplex, column generation over MIG placements).
+mixes with many sizes, and the H100 MIG mixes `mig-aware` prices (`shape_prices`, the same
+solver, column generation over MIG placements).
 
 Reported: for each mix the sizes, configurations, CPU time per solve (median of `REPEATS`),
 the largest difference of a price from kubedra's (in milli, relative to the capacity) and
@@ -53,14 +54,15 @@ REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO.parent / "shared" / "data" / "alibaba-gpu-2023"
 REPEATS = 5
 FULL_CAP = 20_000  # maximal configurations enumerated at most for the full-set solves
-OWN_FULL_CAP = 3_000  # the same for kubedra's dense tableau (rows x (rows + sizes))
-FULL = ("kubedra-full", "highs-full", "linprog-full")
+OWN_FULL_CAP = 3_000  # the same for the dense tableau (rows x (rows + sizes))
+FULL = ("simplex-full", "highs-full", "linprog-full")
+EPS = 1e-9  # the former simplex's tolerance
 TOL = 1e-6
 CAPACITY = 1000
 
 IMPORTS = {
-    "kubedra": "import numpy",  # the simplex itself needs only numpy, already a dependency
-    "highspy": "import highspy",
+    "simplex": "import numpy",  # the former simplex needs only numpy, a dependency
+    "highspy": "import highspy",  # a dependency since it replaced the simplex
     "scipy": "from scipy.optimize import linprog",
 }
 
@@ -70,10 +72,38 @@ Solve = Callable[[Sequence[float], Sequence[Sequence[float]]], list[float]]
 # --- the solvers --------------------------------------------------------------------------
 
 
-def kubedra_solve(profit: Sequence[float], rows: Sequence[Sequence[float]]) -> list[float]:
-    from kubedra.scheduler.policies.pricing import _max_profit
+def simplex_solve(profit: Sequence[float], rows: Sequence[Sequence[float]]) -> list[float]:
+    """kubedra's former solver (the policies' until HiGHS replaced it), kept here as the
+    reference the decision was measured against: max profit·y subject to rows @ y <= 1,
+    y >= 0, a dense tableau simplex from the slack basis with Bland's rule."""
+    import numpy as np
 
-    return _max_profit(profit, rows)
+    m, n = len(rows), len(profit)
+    t = np.zeros((m + 1, n + m + 1))
+    t[:m, :n], t[:m, n : n + m], t[:m, -1] = rows, np.eye(m), 1.0
+    t[m, :n] = [-p for p in profit]
+    basis = list(range(n, n + m))
+    while True:
+        entering = np.flatnonzero(t[m, :-1] < -EPS)
+        if entering.size == 0:
+            break
+        j = int(entering[0])
+        column = t[:m, j]
+        rising = column > EPS
+        ratios = np.full(m, np.inf)
+        ratios[rising] = t[:m, -1][rising] / column[rising]
+        ties = np.flatnonzero(ratios <= ratios.min() + EPS)
+        i = min((int(k) for k in ties), key=lambda k: basis[k])
+        t[i] /= t[i, j]
+        for k in range(m + 1):
+            if k != i and t[k, j] != 0.0:
+                t[k] -= t[k, j] * t[i]
+        basis[i] = j
+    y = [0.0] * n
+    for i, b in enumerate(basis):
+        if b < n:
+            y[b] = float(t[i, -1])
+    return y
 
 
 def highs_solve(profit: Sequence[float], rows: Sequence[Sequence[float]]) -> list[float]:
@@ -104,31 +134,40 @@ def highs_solve(profit: Sequence[float], rows: Sequence[Sequence[float]]) -> lis
     return list(h.getSolution().col_value)
 
 
-class HighsIncremental:
-    """One highspy model for a column generation: each call adds the rows it has not seen
-    and re-solves from the last basis."""
+class Incremental:
+    """The policies' solver (`DualLP`: one HiGHS model, a row added each round, restarted
+    from its last basis) behind the bench's solve signature."""
 
     def __init__(self) -> None:
-        self.h: Any = None
+        self.lp: Any = None
         self.rows = 0
 
     def __call__(self, profit: Sequence[float], rows: Sequence[Sequence[float]]) -> list[float]:
-        import highspy
-        import numpy as np
+        from kubedra.scheduler.policies.dual_lp import DualLP
 
-        if self.h is None:
-            self.h = highspy.Highs()
-            self.h.setOptionValue("output_flag", False)
-            n = len(profit)
-            self.h.addVars(n, np.zeros(n), np.full(n, highspy.kHighsInf))
-            self.h.changeColsCost(n, np.arange(n, dtype=np.int32), np.asarray(profit, float))
-            self.h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        if self.lp is None:
+            self.lp = DualLP(profit)
         for row in rows[self.rows :]:
-            idx = np.flatnonzero(row).astype(np.int32)
-            self.h.addRow(-highspy.kHighsInf, 1.0, len(idx), idx, np.asarray(row, float)[idx])
+            self.lp.add(row)
         self.rows = len(rows)
-        self.h.run()
-        return list(self.h.getSolution().col_value)
+        return list(self.lp.solve())
+
+
+def rows_lp(solve: Solve) -> type:
+    """A `DualLP` stand-in that solves all its rows afresh with `solve` (for `mig-aware`,
+    whose column generation builds its LP itself)."""
+
+    class RowsLP:
+        def __init__(self, profit: Sequence[float]) -> None:
+            self.profit, self.rows = list(profit), list[list[float]]()
+
+        def add(self, row: Sequence[float]) -> None:
+            self.rows.append(list(row))
+
+        def solve(self) -> list[float]:
+            return solve(self.profit, self.rows)
+
+    return RowsLP
 
 
 def linprog_solve(profit: Sequence[float], rows: Sequence[Sequence[float]]) -> list[float]:
@@ -264,7 +303,7 @@ def compare_shares() -> None:
 
     solvers: dict[str, Callable[[dict[int, float]], tuple[list[float], int]]] = {
         "kubedra": lambda m: (_own_prices(share_prices(m, CAPACITY), m), 0),
-        "highs-cg": lambda m: column_generation(m, HighsIncremental()),
+        "simplex-cg": lambda m: column_generation(m, simplex_solve),
         "linprog-cg": lambda m: column_generation(m, linprog_solve),
     }
     print(
@@ -292,7 +331,7 @@ def compare_shares() -> None:
                 ("linprog-full", linprog_solve),
             ]
             if len(full) <= OWN_FULL_CAP:
-                full_solvers.insert(0, ("kubedra-full", kubedra_solve))
+                full_solvers.insert(0, ("simplex-full", simplex_solve))
             for name, solve in full_solvers:
                 results[name] = cpu_ms(partial(solve, demand, full))
         base = results["kubedra"][1]
@@ -318,7 +357,7 @@ def compare_shares() -> None:
             f"{dprice * CAPACITY:>10.2e} {dobj:>8.1e}  {'yes' if ok else 'NO'}"
         )
     print(f"largest price difference from kubedra's: {worst * CAPACITY:.2e} milli")
-    print("configs: the ones highs-cg ended with / maximal configurations in all")
+    print("configs: the ones the simplex's generation ended with / maximal ones in all")
 
 
 def replay() -> None:
@@ -350,7 +389,7 @@ def replay() -> None:
     row = []
     for run in (
         lambda m: share_prices(m, CAPACITY),
-        lambda m: column_generation(m, HighsIncremental()),
+        lambda m: column_generation(m, simplex_solve),
         lambda m: column_generation(m, linprog_solve),
     ):
         start = time.process_time()
@@ -361,17 +400,17 @@ def replay() -> None:
         f"\nunprimed on default ({len(tasks)} pods): {len(solved)} solves, CPU ms in all: "
         + ", ".join(
             f"{n} {ms:.0f}"
-            for n, ms in zip(("kubedra", "highs-cg", "linprog-cg"), row, strict=True)
+            for n, ms in zip(("kubedra", "simplex-cg", "linprog-cg"), row, strict=True)
         )
     )
 
 
 def compare_mig() -> None:
-    """`shape_prices` on the H100 with kubedra's simplex and with HiGHS in its place."""
+    """`shape_prices` on the H100 with HiGHS (the policy's), the former simplex and linprog."""
     from kubedra.scheduler.policies import partitions
 
     shape = _h100_shape()
-    own = vars(partitions)["_max_profit"]
+    own = vars(partitions)["DualLP"]
     mixes = {
         "mig, bench mix": {"1g.10gb": 0.3, "1g.20gb": 0.1, "2g.20gb": 0.2, "3g.40gb": 0.15,
                            "4g.40gb": 0.15, "7g.80gb": 0.1},
@@ -379,21 +418,21 @@ def compare_mig() -> None:
         "mig, every kind": {k: 1.0 / len(set(shape.kinds)) for k in set(shape.kinds)},
     }  # fmt: skip
     print(
-        f"\n{'mix (H100, shape_prices)':<30} {'kubedra':>12} {'highs':>12} {'linprog':>12}"
+        f"\n{'mix (H100, shape_prices)':<30} {'kubedra':>12} {'simplex':>12} {'linprog':>12}"
         f"  {'max dprice':>10}"
     )
     try:
         for label, demand in mixes.items():
             row, prices = [], []
-            for solve in (own, highs_solve, linprog_solve):
-                vars(partitions)["_max_profit"] = solve
+            for lp in (own, rows_lp(simplex_solve), rows_lp(linprog_solve)):
+                vars(partitions)["DualLP"] = lp
                 ms, p = cpu_ms(partial(partitions.shape_prices, shape, demand))
                 row.append(ms)
                 prices.append(p)
             d = max(abs(p[k] - prices[0][k]) for p in prices for k in p)
             print(f"{label:<30} " + " ".join(f"{ms:>9.2f} ms" for ms in row) + f"  {d:>10.2e}")
     finally:
-        vars(partitions)["_max_profit"] = own
+        vars(partitions)["DualLP"] = own
 
 
 def _h100_shape() -> Any:
@@ -428,7 +467,7 @@ def costs(python: str) -> None:
     print(f"\n{'solver':<9} {'import':>9}  adds to kubedra")
     for name, statement in IMPORTS.items():
         ms = import_ms(python, statement, runs=5)
-        if name == "kubedra":
+        if name == "simplex":
             adds = "nothing (numpy is a dependency already)"
         else:
             dists, mb = installed(python, name, versions=True)

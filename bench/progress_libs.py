@@ -89,12 +89,12 @@ def update_us(python: str, name: str) -> tuple[float, float]:
 
 def installed(python: str, dist: str, versions: bool = False) -> tuple[list[str], float]:
     """The distributions `dist` brings (itself and what it requires, recursively, less what
-    kubedra already has; `versions`: named `name-version`) and their installed size in MB."""
+    kubedra has besides it; `versions`: named `name-version`) and their installed size in MB."""
     import re
     import tomllib
 
     wanted = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    have = sorted({re.split(r"[ ;<>=!\\[]", r)[0].lower() for r in wanted})
+    have = sorted({re.split(r"[ ;<>=!\\[]", r)[0].lower() for r in wanted} - {dist.lower()})
     code = f"""
 import importlib.metadata as md, re, os
 have = set({have!r})

@@ -20,7 +20,7 @@ instances that still fits) and puts each instance where it destroys the least of
   cost (per GPU), then fullness.
 
 The LP's duals are degenerate on MIG mixes (the compute slices and the memory slices both
-bind, so many price vectors certify the optimum, and the simplex returns one vertex: with
+bind, so many price vectors certify the optimum, and the LP solver returns one vertex: with
 compute-proportional prices a slice of memory that no instance can use costs nothing). A
 profile's price is therefore (1 - SIZE_WEIGHT) of its dual plus SIZE_WEIGHT of its share of
 the GPU's memory slices: both price vectors value every configuration at one GPU at most,

@@ -28,7 +28,7 @@ from functools import cached_property
 
 from kubedra.allocator import DeviceRef, Inventory, NodeInfo
 from kubedra.allocator.inventory import DeviceEntry
-from kubedra.scheduler.policies.pricing import _max_profit
+from kubedra.scheduler.policies.dual_lp import DualLP
 
 Avail = tuple[int, ...]  # counters left, in `Shape.counters` order (nano units, as published)
 KIND_ATTRIBUTES = ("profile", "type")  # in the driver's own domain: a MIG profile, else type
@@ -208,8 +208,8 @@ def shape_prices(
     """The LP duals of packing `demand` (kind -> share, kinds the shape offers) into the
     fewest GPUs of `shape`: what one instance of each kind is worth in an optimal packing,
     in GPUs (a GPU holding an optimal configuration is worth exactly 1). Column generation
-    as in `pricing`: a simplex over the dual, the best configuration at the current prices
-    (`Worth.best` on an empty GPU) added while it is worth more than one GPU.
+    as in `pricing`: HiGHS over the configurations so far, the best configuration at the
+    current prices (`Worth.best` on an empty GPU) added while it is worth more than one GPU.
 
     `known`: configurations found for this shape before (kind -> count), which start the
     search (any mix's LP can use them); the ones found here are added to it."""
@@ -227,14 +227,16 @@ def shape_prices(
         column = [float(config.get(k, 0)) for k in kinds]
         if sum(column) > 1 and column not in columns:
             columns.append(column)
-    weights = [demand[k] for k in kinds]
+    lp = DualLP([demand[k] for k in kinds])
+    for column in columns:
+        lp.add(column)
     for _ in range(_MAX_ROUNDS):
-        y = _max_profit(weights, columns)
+        y = lp.solve()
         price = {k: max(p, 0.0) for k, p in zip(kinds, y, strict=True)}
         worth, taken = Worth(shape, price).best(shape.totals)
         if worth <= 1 + 1e-7:
             return price
         counts = Counter(shape.kinds[d] for d in taken)
         known.append(dict(counts))
-        columns.append([float(counts[k]) for k in kinds])
+        lp.add([float(counts[k]) for k in kinds])
     raise ArithmeticError(f"partition prices: no optimum after {_MAX_ROUNDS} configurations")

@@ -13,20 +13,23 @@ milli against the best packing: 0 when the share completes, or starts, a configu
 an optimal packing, more when it takes a gap that a better fitting size was worth more in.
 `fragmentation-priced` uses that loss to steer shares (docs/decisions.md).
 
-The LP is small (one row per size, one column per configuration found), so it is solved
-here by column generation: a simplex (Bland's rule) over the dual, each round adding the
-configuration a knapsack at the current prices finds worth more than one device.
+The LP is small (one variable per size, one row per configuration found), so it is solved
+by column generation: HiGHS on the configurations found so far (`dual_lp.DualLP`), each
+round adding the configuration a knapsack at the current prices finds worth more than one
+device.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import reduce
 
+from kubedra.scheduler.policies.dual_lp import DualLP
+
 _EPS = 1e-9
-_MAX_ROUNDS = 10_000  # configurations to add at most (finite; Bland's rule cannot cycle)
+_MAX_ROUNDS = 10_000  # configurations to add at most: a safety net, not a tuning
 
 
 @dataclass(frozen=True)
@@ -61,13 +64,15 @@ def share_prices(shares: Mapping[int, float], capacity: int) -> SharePrices:
     units = [s // step for s in sizes]
     demand = [shares[s] for s in sizes]
     # Start from one configuration per size (as many of it as fit): the LP is bounded.
-    configurations = [[float(capacity // s if t == s else 0) for t in sizes] for s in sizes]
+    lp = DualLP(demand)
+    for s in sizes:
+        lp.add([float(capacity // s if t == s else 0) for t in sizes])
     for _ in range(_MAX_ROUNDS):
-        y = _max_profit(demand, configurations)
+        y = lp.solve()
         values, best = _knapsack(units, y, capacity // step)
         if values[-1] <= 1 + _EPS:
             break
-        configurations.append([float(best.count(u)) for u in units])
+        lp.add([float(best.count(u)) for u in units])
     else:
         raise ArithmeticError(f"share prices: no optimum after {_MAX_ROUNDS} configurations")
     return SharePrices(
@@ -75,40 +80,6 @@ def share_prices(shares: Mapping[int, float], capacity: int) -> SharePrices:
         step,
         tuple(v * capacity for v in values),
     )
-
-
-def _max_profit(profit: Sequence[float], rows: Sequence[Sequence[float]]) -> list[float]:
-    """max profit·y subject to rows @ y <= 1, y >= 0 (bounded: every y has a row with a
-    positive coefficient). The tableau simplex from the slack basis, Bland's rule (the
-    lowest index enters and leaves among ties), so degenerate LPs end."""
-    import numpy as np  # here: only a scheduler that prices shares pays for importing it
-
-    m, n = len(rows), len(profit)
-    t = np.zeros((m + 1, n + m + 1))
-    t[:m, :n], t[:m, n : n + m], t[:m, -1] = rows, np.eye(m), 1.0
-    t[m, :n] = [-p for p in profit]
-    basis = list(range(n, n + m))
-    while True:
-        entering = np.flatnonzero(t[m, :-1] < -_EPS)
-        if entering.size == 0:
-            break
-        j = int(entering[0])
-        column = t[:m, j]
-        rising = column > _EPS
-        ratios = np.full(m, np.inf)
-        ratios[rising] = t[:m, -1][rising] / column[rising]
-        ties = np.flatnonzero(ratios <= ratios.min() + _EPS)
-        i = min((int(k) for k in ties), key=lambda k: basis[k])
-        t[i] /= t[i, j]
-        for k in range(m + 1):
-            if k != i and t[k, j] != 0.0:
-                t[k] -= t[k, j] * t[i]
-        basis[i] = j
-    y = [0.0] * n
-    for i, b in enumerate(basis):
-        if b < n:
-            y[b] = float(t[i, -1])
-    return y
 
 
 def _knapsack(sizes: list[int], price: list[float], capacity: int) -> tuple[list[float], list[int]]:
