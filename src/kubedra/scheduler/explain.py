@@ -28,6 +28,8 @@ from kubedra.errors import NotFound
 from kubedra.scheduler.claims import generated_claim, recorded_claim_name
 from kubedra.scheduler.hints import hints
 from kubedra.scheduler.plugins.gang import status, topology
+from kubedra.scheduler.plugins.gang.need import Need, gang_need
+from kubedra.scheduler.plugins.gang.packing import DomainFit, Packer
 from kubedra.scheduler.plugins.gang.plugin import GangScheduling, min_count
 from kubedra.scheduler.scheduler import Scheduler, Unschedulable
 from kubedra.scheduler.selectors import summarise_selector as summarise_selector
@@ -313,10 +315,10 @@ def _gang_verdict(
             return GANG_UNSCHEDULABLE, line + room
         return GANG_PENDING, ("fits by count: " if held is None else "") + line
     choice = topology.choose(scheduler, pending, key, required)
+    if choice.domain is None:  # before the devices: a gang may be refused for its CPU alone
+        return GANG_UNSCHEDULABLE, choice.reason
     if not choice.need:
         return GANG_PENDING, "the gang claims no devices: its pods wait only for the scheduler"
-    if choice.domain is None:
-        return GANG_UNSCHEDULABLE, choice.reason
     fit = choice.fits[choice.domain]
     by_class = choice.need.by_class
     has = ", ".join(f"{fit.free[c]}{_of(c, by_class)}" for c in sorted(by_class))
@@ -328,10 +330,10 @@ def _gang_verdict(
 
 def _domain_fit(
     scheduler: Scheduler, pods: Sequence[Pod], key: str, value: str
-) -> tuple[topology.Need, topology.DomainFit]:
-    need = topology.gang_need(scheduler, pods)
+) -> tuple[Need, DomainFit]:
+    need = gang_need(scheduler, pods)
     nodes = topology.domains(scheduler, key).get(value, [])
-    return need, topology.Packer(scheduler, need).fit(value, nodes)
+    return need, Packer(scheduler, need).fit(value, nodes)
 
 
 def _names(names: Sequence[str], shown: int = 4) -> str:
