@@ -1,7 +1,10 @@
 """Gangs on the dev cluster: kubedra vs kube-scheduler v1.37.2's own gang scheduling.
 
-`python -m bench.gangs_vs_kube [--settle S] [--only ID,...] [--json PATH]` runs each
-scenario of `SCENARIOS` under each scheduler and prints one table. Not a `bench_` module
+`python -m bench.gangs_vs_kube [--settle S] [--only ID,...] [--json PATH] [--logs DIR [-v|-vv]]`
+runs each scenario of `SCENARIOS` under each scheduler and prints one table; `--logs` keeps
+each run's cluster folder (the components' logs, kubedra's `kubedra.log`) under DIR, and
+`-v`/`-vv` make kubedra's scheduler log at INFO/DEBUG (`-vv`: every API call too), each
+line with its wall-clock time, to find what a slow placement waited on. Not a `bench_` module
 (the benchmark runner does not pick it up): run by hand, and in part by
 tests/e2e/test_gangs_vs_kube.py.
 
@@ -209,9 +212,10 @@ def _outcome(bound: int, pods: int, min_count: int | None) -> str:
 class Session:
     """One fresh dev cluster with the workload gates and one scheduler on it."""
 
-    def __init__(self, scheduler: str, folder: Path) -> None:
+    def __init__(self, scheduler: str, folder: Path, verbosity: int = 0) -> None:
         self.scheduler = scheduler
         self.folder = folder
+        self.verbosity = verbosity
         self.cluster = DevCluster(
             folder,
             kube_scheduler=scheduler == "kube-scheduler",
@@ -231,9 +235,10 @@ class Session:
         env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)}
         env.pop("KUBEDRA_STORE", None)
         log = open(self.folder / "kubedra.log", "wb")  # noqa: SIM115 (the child's)
+        verbose = ["-" + "v" * self.verbosity] if self.verbosity else []
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kubedra", "scheduler", "run", "--no-leader-elect",
-             "--metrics-address", "127.0.0.1", "--metrics-port", str(port)],
+            [sys.executable, "-c", _TIMESTAMPED_KUBEDRA, *verbose, "scheduler", "run",
+             "--no-leader-elect", "--metrics-address", "127.0.0.1", "--metrics-port", str(port)],
             env=env, stdout=log, stderr=subprocess.STDOUT,
         )
         log.close()
@@ -377,6 +382,20 @@ class Session:
                     self.store.delete(Pod, key.split("/", 1)[1], ns, grace_period_seconds=0)
 
 
+# `python -m kubedra` with each log line stamped with its time (the CLI's own -v format has
+# none): the root logger is configured first, so the CLI's basicConfig leaves it be.
+_TIMESTAMPED_KUBEDRA = (
+    "import logging, sys\n"
+    "flag = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1].startswith('-v') else ''\n"
+    "level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(flag.count('v'), 2)]\n"
+    "logging.basicConfig(level=level, format="
+    "'%(asctime)s.%(msecs)03d %(levelname)s %(threadName)s %(name)s: %(message)s', "
+    "datefmt='%H:%M:%S')\n"
+    "from kubedra.cli.main import main\n"
+    "main()\n"
+)
+
+
 def _namespace(sc: Scenario) -> str:
     return "s-" + "".join(c if c.isalnum() else "-" for c in sc.id.lower()).strip("-")
 
@@ -389,10 +408,11 @@ def _rack_of(sc: Scenario, node: str) -> str:
 
 
 def run(scheduler: str, scenarios: Sequence[Scenario], settle: float,
-        folder: Path | None = None) -> list[GroupResult]:
-    """Every scenario under one scheduler, on one fresh cluster."""
+        folder: Path | None = None, verbosity: int = 0) -> list[GroupResult]:
+    """Every scenario under one scheduler, on one fresh cluster (in `folder`, kept, when
+    given; `verbosity`: kubedra's -v count)."""
     with tempfile.TemporaryDirectory(prefix=f"gangs-{scheduler}-") as tmp:
-        s = Session(scheduler, Path(folder or tmp))
+        s = Session(scheduler, Path(folder or tmp), verbosity)
         try:
             s.prepare(scenarios)
             if scheduler == "kubedra":
@@ -447,13 +467,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="scenario ids, comma-separated")
     parser.add_argument("--schedulers", default=",".join(SCHEDULERS))
     parser.add_argument("--json", default="", help="write the results here")
+    parser.add_argument("--logs", default="",
+                        help="keep each scheduler's cluster folder (its logs) under this folder")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="kubedra's scheduler logs at INFO (-v) or DEBUG with every API "
+                        "call (-vv), timestamped, in kubedra.log (with --logs)")
     args = parser.parse_args(argv)
     wanted = [s for s in args.only.split(",") if s]
     scenarios = [sc for sc in SCENARIOS if not wanted or sc.id in wanted]
     results: list[GroupResult] = []
     for scheduler in args.schedulers.split(","):
         began = time.monotonic()
-        results += run(scheduler, scenarios, args.settle)
+        folder = None
+        if args.logs:
+            folder = Path(args.logs) / scheduler
+            folder.mkdir(parents=True, exist_ok=True)
+        results += run(scheduler, scenarios, args.settle, folder, min(args.verbose, 2))
         print(f"{scheduler}: {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
     print(table(scenarios, results))
     print(f"\nload {' '.join(Path('/proc/loadavg').read_text().split()[:3])}, "

@@ -1,13 +1,16 @@
 """Gangs on upstream's control plane (v1.37, the workload gates on, so the API serves
 PodGroups and kube-controller-manager makes PodGroup claims): `kubedra scheduler run`
 places a gang that fits entirely, nothing of a gang too big, a gang with a topology key in
-the best-fit domain, and a gang whose PodGroup claim kube-controller-manager made from a
-template with one claim for the group, reserved for the PodGroup. kube-scheduler runs too:
+the best-fit domain, a gang with a topology key in the one domain that takes all of it
+while kube-controller-manager is still making its members' claims (without a failed
+attempt), and a gang whose PodGroup claim kube-controller-manager made from a template with
+one claim for the group, reserved for the PodGroup. kube-scheduler runs too:
 these pods name kubedra, so they are kubedra's alone. The nodes are kubelet-less (their
 slices published by the simulated driver)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,13 +45,16 @@ def cluster(
 @pytest.fixture(scope="module")
 def gpus(cluster: DevCluster) -> Iterator[KubeStore]:
     """Pool `plain`: 2 nodes of 8 GPUs; pool `racks`: rack-a 2 nodes, rack-b 1; pool
+    `late`: rack-c 1 node, rack-d 2 (racks of their own: a domain spans pools); pool
     `shared`: 1 node."""
     with gpu_store(cluster) as store:
         gpu_nodes(store, 2, prefix="plain", labels={POOL: "plain"})
         gpu_nodes(store, 2, prefix="ra", labels={POOL: "racks", RACK: "rack-a"})
         gpu_nodes(store, 1, prefix="rb", labels={POOL: "racks", RACK: "rack-b"})
+        gpu_nodes(store, 1, prefix="lc", labels={POOL: "late", RACK: "rack-c"})
+        gpu_nodes(store, 2, prefix="ld", labels={POOL: "late", RACK: "rack-d"})
         gpu_nodes(store, 1, prefix="shared", labels={POOL: "shared"})
-        for name, count in (("two", 2), ("nine", 9)):
+        for name, count in (("two", 2), ("four", 4), ("nine", 9)):
             store.create(gpu_template(name, count))
         yield store
 
@@ -135,6 +141,32 @@ def test_a_gang_with_a_topology_key_goes_to_the_best_fit_domain(
     wait_for("the gang bound", lambda: all(nodes_of(gpus, names).values()), timeout=120)
     assert set(nodes_of(gpus, names).values()) == {"rb-0000"}
     assert check_allocations(gpus) == []
+
+
+def test_a_topology_gang_goes_whole_to_the_domain_that_takes_it_as_its_claims_are_made(
+    cluster: DevCluster, gpus: KubeStore, kubedra: KubedraScheduler
+) -> None:
+    """3 pods of 4 GPUs made at once: kube-controller-manager makes each member's claim a
+    moment later. Only rack-d (16 GPUs) takes the gang; rack-c (8) is the best fit for one
+    member alone. The gang is tried once every member's claim exists, so no member is
+    placed in rack-c first and no attempt fails (before: a member failed in rack-c, the
+    gang was rejected and placed after the 1 s backoff, with FailedScheduling events)."""
+    gpus.create(pod_group("late", 3, key=RACK))
+    names = [f"late-{i}" for i in range(3)]
+    create_all(gpus, [member(n, "late", "four", "late") for n in names])
+    wait_for("the gang bound", lambda: all(nodes_of(gpus, names).values()), timeout=120)
+    assert set(nodes_of(gpus, names).values()) <= {"ld-0000", "ld-0001"}
+    failed = [(e["involvedObject"]["name"], e.get("note") or e.get("message"))
+              for n in names for e in events_of(cluster, n) if e["reason"] == "FailedScheduling"]
+    assert failed == []
+    wait_for("its condition", lambda: condition(gpus, "late")[0] == "True", timeout=30)
+    assert check_allocations(gpus) == []
+
+
+def events_of(cluster: DevCluster, pod: str) -> list[dict[str, Any]]:
+    out = cluster.kubectl("get", "events", "--field-selector", f"involvedObject.name={pod}",
+                          "-o", "json")
+    return json.loads(out)["items"]  # type: ignore[no-any-return]
 
 
 def test_a_podgroup_claim_made_by_the_controller_is_used_once_for_the_group(

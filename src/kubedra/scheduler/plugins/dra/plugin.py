@@ -1,6 +1,8 @@
 """DynamicResources: a pod's ResourceClaims, from the claims it names to devices allocated.
 
 Upstream's plugin of the same name, in kubedra's cycle:
+- PreEnqueue: a pod whose claim the resourceclaim controller has not made yet (or whose
+  claim has not arrived in the cache) is parked until it has (`resolve.not_made_yet`).
 - PreFilter: the pod's claims (generated from templates here when the scheduler is the
   claim controller, else waited for), plus those a ClaimSource adds (the claim of
   extended resources); a claim reserved for too many pods refuses the pod.
@@ -68,6 +70,7 @@ from kubedra.scheduler.framework.interfaces import (
     Plugin,
     PostFilterPlugin,
     PreBindPlugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     ReservePlugin,
     ScorePlugin,
@@ -77,7 +80,7 @@ from kubedra.scheduler.framework.state import CycleState, Diagnosis, PodInfo
 from kubedra.scheduler.framework.status import Unschedulable
 from kubedra.scheduler.plugins.dra import diagnosis as diagnosis_module
 from kubedra.scheduler.plugins.dra.release import drop_reservations
-from kubedra.scheduler.plugins.dra.resolve import resolve_claims
+from kubedra.scheduler.plugins.dra.resolve import not_made_yet, resolve_claims
 from kubedra.scheduler.policies.base import refs_of
 from kubedra.scheduler.preference import most_preferred, preference
 
@@ -119,6 +122,7 @@ def claims_of(state: CycleState) -> list[ResourceClaim]:
 
 
 class DynamicResources(
+    PreEnqueuePlugin,
     PreFilterPlugin,
     FilterPlugin,
     NodeFilterPlugin,
@@ -143,6 +147,11 @@ class DynamicResources(
             plugins = self.handle.framework.plugins
             self._sources = [p for p in plugins if isinstance(p, ClaimSource)]
         return self._sources
+
+    # --- PreEnqueue -------------------------------------------------------------------------
+
+    def pre_enqueue(self, pod: Pod) -> str:
+        return not_made_yet(self.handle, self._waiting, pod)
 
     # --- PreFilter --------------------------------------------------------------------------
 

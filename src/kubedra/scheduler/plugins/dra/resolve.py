@@ -4,7 +4,9 @@ reads them: the claim named, or the one generated from a template for the pod.
 Generating it is the resourceclaim controller's part (kube-controller-manager upstream);
 the embedded scheduler does it in the cycle (`claim_controller`), and on a cluster waits
 for the controller. A claim that does not exist yet parks the pod until it does (upstream's
-PreEnqueue gate on claims).
+PreEnqueue gate on claims): `not_made_yet` before the cycle, for the claims the controller
+is about to make (so that a gang is held as a whole until each member's exist), and
+`resolve_claims` in PreFilter for the rest (a claim the user names, said on the pod).
 
 A pod of a PodGroup whose entry matches one of the group's `spec.resourceClaims` (same
 name, same source) uses the group's claim (KEP-5729): named by the group's entry, or made
@@ -85,6 +87,46 @@ def resolve_claims(
             raise Unschedulable(f'resource claim "{name}" was not created for this pod')
         claims.append(found)
     return claims, groups, pod
+
+
+def not_made_yet(handle: Handle, waiting: dict[Key, set[Key]], pod: Pod) -> str:
+    """Why the pod cannot be tried yet, "" when it can: a claim the resourceclaim
+    controller makes from a template (for the pod, or for its PodGroup) is not in the cache
+    yet, its name not recorded or its object not arrived (the pod's status and the claim
+    come in two watch events, in either order). Upstream's DynamicResources PreEnqueue
+    holds such a pod back until the claim's add or the pod's status update requeues it;
+    here the pod is parked and those events activate it (`eventhandlers.py`,
+    `claim_arrived`), and one with a name is filed in `waiting` under it. Claims this
+    scheduler makes itself (`claim_controller`) and claims the user names are PreFilter's
+    (`resolve_claims`: the latter are said on the pod's condition)."""
+    group = pod_group_of(pod)
+    pg = None
+    if group is not None and pod.spec.resource_claims:
+        found_pg = handle.cache.of(PodGroup).get(group)
+        if not isinstance(found_pg, PodGroup):
+            return f'waiting for pod\'s pod group "{group[1]}"'
+        pg = found_pg
+    claims = handle.cache.of(ResourceClaim)
+    for entry in pod.spec.resource_claims:
+        shared = group_entry(pg, entry)
+        if pg is not None and shared is not None:
+            template, namespace = shared.resource_claim_template_name, pg.namespace
+            name = group_claim_name(pg, shared)
+            whose = f'pod group "{pg.name}" entry "{shared.name}"'
+        else:
+            template, namespace = entry.resource_claim_template_name, pod.namespace
+            name = recorded_claim_name(pod, entry)
+            whose = f'"{entry.name}"'
+        if not template:
+            continue  # named by the user: PreFilter waits for it, and says so on the pod
+        if name is None:
+            if handle.claim_controller:
+                continue  # made in the cycle
+            return f'waiting for the claim of {whose} to be created from template "{template}"'
+        if not isinstance(claims.get((namespace, name)), ResourceClaim):
+            waiting.setdefault((namespace, name), set()).add(pod_key(pod))
+            return f'waiting for resource claim "{name}" to be created'
+    return ""
 
 
 def _group_claim(

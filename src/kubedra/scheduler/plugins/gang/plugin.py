@@ -7,9 +7,12 @@ until minCount are reserved or bound, then lets them all bind together. kubedra 
 same at its extension points:
 
     PreEnqueue  a pod of a group waits (parked, quietly) until its PodGroup exists and, for
-                a gang, until minCount pods of the group exist; the one that completes it
-                brings its parked or backed-off siblings to the active queue, so that a
-                gang's pods are tried together (PrioritySort also keeps them adjacent)
+                a gang, until minCount pods of the group exist and none of its pending
+                pods is held back by another PreEnqueue plugin (a claim kube-controller-
+                manager has not made yet: upstream's queue gates a pod group as a whole
+                while any of its pods is gated); the one that completes it brings its
+                parked or backed-off siblings to the active queue, so that a gang's pods
+                are tried together (PrioritySort also keeps them adjacent)
     PreFilter   with a topology key, the gang's domain: the one its members already hold,
                 else the best fit among the domains whose nodes take its pending members
                 (packed node by node, `topology.py`), leaving out a domain where the gang
@@ -126,6 +129,9 @@ class GangScheduling(
         # only those are activated at once when it forms; a sibling parked for another
         # reason (a claim not made yet) waits for that, or the throttled hurry below.
         self._gated: dict[GroupKey, set[PodKey]] = {}
+        # Members (uids) that passed the other PreEnqueue plugins once, per group (what
+        # those wait for, a claim made, does not go away): each is asked about once.
+        self._ready: dict[GroupKey, set[str]] = {}
 
     # --- what the plugin reads -------------------------------------------------------------
 
@@ -165,7 +171,34 @@ class GangScheduling(
         if len(members) < min_count(pg):
             self._gated.setdefault(group, set()).add(pod_key(pod))
             return "waiting for minCount pods from a gang to appear in scheduling queue"
+        if pg.spec.scheduling_policy.gang is not None:
+            why = self._held_back(group, members)
+            if why:
+                self._gated.setdefault(group, set()).add(pod_key(pod))
+                return why
         self._bring_siblings(group, pod, members)
+        return ""
+
+    def _held_back(self, group: GroupKey, members: list[Pod]) -> str:
+        """Why a pending member of the gang may not be tried yet, by another PreEnqueue
+        plugin (a claim the controller has not made), or "". Trying the others meanwhile
+        would place part of the gang on what the held member will not need (a topology
+        domain chosen without its devices, another gang's room), and fail it when that
+        member comes: upstream's queue keeps a pod group gated while any of its pods is.
+        The member is parked by its own PreEnqueue and woken by its claim's event; the
+        first of the gang tried after that finds none held and brings the rest."""
+        others = [p for p in self.handle.framework.pre_enqueues if p is not self]
+        ready = self._ready.setdefault(group, set())
+        ready &= {m.metadata.uid or "" for m in members}  # forget pods gone
+        for member in members:
+            uid = member.metadata.uid or ""
+            if member.spec.node_name or uid in ready:
+                continue
+            for plugin in others:
+                why = plugin.pre_enqueue(member)
+                if why:
+                    return f"waiting for pod {member.name} of the gang: {why}"
+            ready.add(uid)
         return ""
 
     def _bring_siblings(self, group: GroupKey, pod: Pod, members: list[Pod]) -> None:
@@ -317,6 +350,7 @@ class GangScheduling(
         placed = sum(1 for m in members if m.spec.node_name)
         waiting = [k for k in self._waiting(members) if k != pod_key(pod)]
         if placed >= needed:
+            self._ready.pop(gang.group, None)
             self._failed.pop(gang.group, None)
             self._failed_domains.pop(gang.group, None)
             self._chosen.pop(gang.group, None)
