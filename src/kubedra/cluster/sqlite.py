@@ -4,6 +4,12 @@ Every write is one `BEGIN IMMEDIATE` transaction that checks the resourceVersion
 the object and appends to the change log; SQLite's WAL journal makes it all-or-nothing
 when a process dies mid-write, and lets readers (and watchers in other processes) go on
 while one writer commits. The change log's row id is the cluster-wide resourceVersion.
+
+Decoding a stored object costs more than the read itself, and a store mostly reads back
+what it has just written (a scheduler's feed, the object an update replaces): objects are
+remembered by resourceVersion (`_Decoded`). A committed resourceVersion names one version
+of one object for good, so a remembered object is that row's decoding; the numbers a
+transaction took are forgotten when it rolls back, since another writer may take them.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from kubedra.api.core import Namespace, Pod
 from kubedra.api.defaults import with_defaults
 from kubedra.api.kinds import BY_KIND, with_type_meta
 from kubedra.api.meta import KubeObject, ObjectMeta
+from kubedra.api.quantity import Quantity
 from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
 from kubedra.api.scheduling import HIGHEST_USER_PRIORITY, PodGroup
 from kubedra.api.validation import ref_of
@@ -64,8 +71,54 @@ def generated_name(prefix: str) -> str:
     return prefix + "".join(random.choices(_SUFFIX_ALPHABET, k=5))
 
 
+_STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+_last_stamp: tuple[float, str] = (-1.0, "")  # (UTC second, its text): writes stamp often
+
+
 def now_rfc3339(now: datetime | None = None) -> str:
-    return (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The time as the API server writes it (RFC 3339, seconds, UTC). Formatting costs more
+    than a write's other bookkeeping; the text of the last UTC second is reused."""
+    global _last_stamp
+    now = now or datetime.now(UTC)
+    if now.tzinfo is not UTC:
+        return now.strftime(_STAMP_FORMAT)
+    second = now.timestamp() // 1
+    if _last_stamp[0] != second:
+        _last_stamp = (second, now.strftime(_STAMP_FORMAT))
+    return _last_stamp[1]
+
+
+# Objects remembered by resourceVersion (written or decoded by this store); enough for the
+# changes a feed has not read yet, and the objects a transaction reads before replacing them.
+DECODED_KEPT = 8192
+
+
+class _Decoded:
+    """resourceVersion -> the object stored at it, for the last DECODED_KEPT ones. Callers
+    hold the store's lock to add or forget."""
+
+    __slots__ = ("in_tx", "objects")
+
+    def __init__(self) -> None:
+        self.objects: dict[int, KubeObject] = {}
+        self.in_tx: builtins.list[int] = []  # taken by the open write transaction
+
+    def get(self, rv: int, cls: type[T] | None) -> T | None:
+        obj = self.objects.get(rv)
+        return obj if obj is not None and type(obj) is cls else None
+
+    def add(self, rv: int, obj: KubeObject, in_tx: bool) -> None:
+        objects = self.objects
+        objects[rv] = obj
+        if in_tx:
+            self.in_tx.append(rv)
+        if len(objects) > DECODED_KEPT:
+            del objects[next(iter(objects))]
+
+    def rolled_back(self) -> None:
+        for rv in self.in_tx:
+            self.objects.pop(rv, None)
+        self.in_tx.clear()
 
 
 class SqliteStore:
@@ -89,6 +142,7 @@ class SqliteStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._rv_in_tx: int | None = None  # last resourceVersion taken in this transaction
+        self._decoded = _Decoded()
         if create:
             storefile.create(self.path)  # only where no file is: see storefile's rule
         elif not (self.path.exists() or self.path.is_symlink()):
@@ -121,13 +175,14 @@ class SqliteStore:
     def get(self, cls: type[T], name: str, namespace: str = DEFAULT_NAMESPACE) -> T:
         namespace = _ns(cls, namespace)
         row = self._db_read(
-            "SELECT data FROM objects WHERE kind=? AND namespace=? AND name=?",
+            "SELECT rv, data FROM objects WHERE kind=? AND namespace=? AND name=?",
             (cls.KIND, namespace, name),
         )
         if not row:
             raise NotFound(f'{cls.KIND} "{name}" not found')
+        ((rv, data),) = row
         (obj,) = self._decode_rows(
-            "object", [(display_name(cls.KIND, namespace, name), cls, row[0][0])]
+            "object", [(display_name(cls.KIND, namespace, name), cls, data, rv)]
         )
         return obj
 
@@ -147,12 +202,13 @@ class SqliteStore:
             where.append(f"{column}=?")
             args.append(value)
         rows = self._db_read(
-            f"SELECT namespace, name, data FROM objects WHERE {' AND '.join(where)} "
+            f"SELECT namespace, name, data, rv FROM objects WHERE {' AND '.join(where)} "
             "ORDER BY namespace, name",
             args,
         )
         objects = self._decode_rows(
-            "object", [(display_name(cls.KIND, ns, n), cls, data) for ns, n, data in rows]
+            "object", [(display_name(cls.KIND, ns, n), cls, data, rv) for ns, n, data, rv in rows],
+            keep=False,  # a listing is read once: it would only push out what is read again
         )
         if label_selector:
             selector = parse_label_selector(label_selector)
@@ -177,7 +233,7 @@ class SqliteStore:
         objects = self._decode_rows(
             "change-log row",
             [
-                (f"change {rv} ({kind} {change})", BY_KIND.get(kind), d)
+                (f"change {rv} ({kind} {change})", BY_KIND.get(kind), d, rv)
                 for rv, change, kind, d in rows
             ],
         )
@@ -296,9 +352,10 @@ class SqliteStore:
     def _admit(self, obj: KubeObject, namespace: str) -> None:
         """The API server's admission of a new namespaced object: its namespace exists and
         is not being deleted (NamespaceLifecycle); admin access only where it is allowed."""
-        if self._row(Namespace.KIND, "", namespace) is None:
-            raise NotFound(f'namespaces "{namespace}" not found')
-        ns = self._stored(Namespace, "", namespace)
+        try:
+            ns = self._stored(Namespace, "", namespace)
+        except NotFound:
+            raise NotFound(f'namespaces "{namespace}" not found') from None
         if ns.metadata.deletion_timestamp:
             raise StoreError(
                 f"unable to create new content in namespace {namespace} because it is being "
@@ -328,20 +385,24 @@ class SqliteStore:
             return self._put(merged, EventType.MODIFIED, stored)
 
     def _put(self, obj: T, event: EventType, previous: KubeObject | None = None) -> T:
-        """Write the object at the next resourceVersion and log the change (3 statements
-        for a plain write: the change, the object, its owners only when there are any)."""
+        """Write the object at the next resourceVersion and log the change (2 statements
+        for a plain write: the change, the object; its owners only when they changed). A
+        stored object's row is updated in place, not replaced: a replaced row moves, and
+        every index entry of it is rewritten, which a commit then writes out page by page."""
         rv = self._next_rv()
         obj = msgspec.structs.replace(
             with_type_meta(obj),
             metadata=msgspec.structs.replace(obj.metadata, resource_version=str(rv)),
         )
-        data = msgspec.json.encode(to_dict(obj))
+        data = encoded(obj)
+        self._decoded.add(rv, obj, in_tx=True)
         row = object_row(obj, rv, data)
         self._db.execute(
             "INSERT INTO changes (rv, type, kind, data) VALUES (?,?,?,?)",
             (rv, event.value, obj.KIND, data),
         )
-        self._db.execute("INSERT OR REPLACE INTO objects VALUES (?,?,?,?,?,?,?,?)", row)
+        if previous is None or not self._db.execute(_UPDATE_OBJECT, (*row[3:], *row[:3])).rowcount:
+            self._db.execute("INSERT OR REPLACE INTO objects VALUES (?,?,?,?,?,?,?,?)", row)
         owners = [ref.uid for ref in obj.metadata.owner_references]
         before = [ref.uid for ref in previous.metadata.owner_references] if previous else []
         if owners != before:
@@ -375,12 +436,13 @@ class SqliteStore:
 
     def _remove(self, obj: KubeObject) -> None:
         rv = self._next_rv()
+        self._decoded.add(rv, obj, in_tx=True)  # the change's object: the one removed
         key = (obj.KIND, obj.metadata.namespace or "", obj.metadata.name)
         self._db.execute("DELETE FROM objects WHERE kind=? AND namespace=? AND name=?", key)
         self._db.execute("DELETE FROM owners WHERE kind=? AND namespace=? AND name=?", key)
         self._db.execute(
             "INSERT INTO changes (rv, type, kind, data) VALUES (?,?,?,?)",
-            (rv, EventType.DELETED.value, obj.KIND, msgspec.json.encode(to_dict(obj))),
+            (rv, EventType.DELETED.value, obj.KIND, encoded(obj)),
         )
         owned = self._db.execute(
             "SELECT kind, namespace, name FROM owners WHERE owner_uid=?", (obj.metadata.uid,)
@@ -417,32 +479,60 @@ class SqliteStore:
         self._rv_in_tx += 1
         return self._rv_in_tx
 
-    def _row(self, kind: str, namespace: str, name: str) -> object | None:
-        """The stored data of an object (as SQLite holds it), or None."""
+    def _row(self, kind: str, namespace: str, name: str) -> int | None:
+        """The stored object's resourceVersion, or None where there is none (its data is
+        not read: callers ask whether it exists, or read it only when not remembered)."""
         row = self._db.execute(
-            "SELECT data FROM objects WHERE kind=? AND namespace=? AND name=?",
+            "SELECT rv FROM objects WHERE kind=? AND namespace=? AND name=?",
             (kind, namespace, name),
         ).fetchone()
         return None if row is None else row[0]
 
     def _stored(self, cls: type[T], namespace: str, name: str) -> T:
-        row = self._row(cls.KIND, namespace, name)
-        if row is None:
+        """The stored object, in a write transaction (its data is read only when the
+        object at its resourceVersion is not remembered)."""
+        rv = self._row(cls.KIND, namespace, name)
+        if rv is None:
             raise NotFound(f'{cls.KIND} "{name}" not found')
-        (obj,) = self._decode_rows("object", [(display_name(cls.KIND, namespace, name), cls, row)])
+        known = self._decoded.get(rv, cls)
+        if known is not None:
+            return known
+        (data,) = self._db.execute(
+            "SELECT data FROM objects WHERE kind=? AND namespace=? AND name=?",
+            (cls.KIND, namespace, name),
+        ).fetchone()
+        (obj,) = self._decode_rows(
+            "object", [(display_name(cls.KIND, namespace, name), cls, data, rv)]
+        )
         return obj
 
     def _decode_rows(
-        self, what: str, rows: Iterable[tuple[str, type[T] | None, Any]]
+        self,
+        what: str,
+        rows: Iterable[tuple[str, type[T] | None, Any, int]],
+        keep: bool = True,
     ) -> builtins.list[T]:
-        """Decode stored rows, each named (`who`) so that a damaged one is reported as
-        that object, never as a traceback; all damaged rows are named at once."""
-        objects, damaged = [], []
-        for who, cls, data in rows:
+        """Decode stored rows (name, class, data, resourceVersion), each named (`who`) so
+        that a damaged one is reported as that object, never as a traceback; all damaged
+        rows are named at once. An object remembered at the row's resourceVersion is not
+        decoded again; with `keep`, those decoded are remembered."""
+        objects: builtins.list[T] = []
+        damaged = []
+        decoded = self._decoded
+        for who, cls, data, rv in rows:
+            known = decoded.get(rv, cls)
+            if known is not None:
+                objects.append(known)
+                continue
             try:
-                objects.append(_decode(cls, data))
+                obj = _decode(cls, data)
             except DECODE_ERRORS as err:
                 damaged.append(f"{who}: {str(err).splitlines()[0]}")
+                continue
+            objects.append(obj)
+            if keep:
+                with self._lock:
+                    decoded.add(rv, obj, in_tx=self._depth > 0)
         if damaged:
             listed = "; ".join(damaged[:3]) + (
                 f"; and {len(damaged) - 3} more" if len(damaged) > 3 else ""
@@ -493,11 +583,19 @@ class SqliteStore:
                 except BaseException:
                     with suppress(sqlite3.Error):  # a damaged file may refuse this too
                         self._db.execute("ROLLBACK")
+                    self._decoded.rolled_back()
                     raise
                 finally:
                     self._depth = 0
                     self._rv_in_tx = None
-                self._db.execute("COMMIT")
+                try:
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    with suppress(sqlite3.Error):  # not committed: nothing of it stays
+                        self._db.execute("ROLLBACK")
+                    self._decoded.rolled_back()
+                    raise
+                self._decoded.in_tx.clear()
             except sqlite3.Error as err:
                 raise storefile.translate(self.path, err) from None
 
@@ -558,6 +656,12 @@ def _unchanged(stored: T, merged: T) -> bool:
     return msgspec.structs.replace(merged, metadata=same_version) == stored
 
 
+_UPDATE_OBJECT = (
+    "UPDATE objects SET uid=?, rv=?, node_name=?, driver=?, data=? "
+    "WHERE kind=? AND namespace=? AND name=?"
+)
+
+
 def _ns(cls: type[KubeObject], namespace: str) -> str:
     return namespace if cls.NAMESPACED else ""
 
@@ -575,6 +679,24 @@ def object_row(obj: KubeObject, rv: int, data: bytes) -> tuple[Any, ...]:
         getattr(spec, "driver", None),
         data,
     )
+
+
+def _quantity_text(value: Any) -> str:
+    if isinstance(value, Quantity):
+        return str(value)
+    raise NotImplementedError(type(value))
+
+
+_encoder = msgspec.json.Encoder(enc_hook=_quantity_text)
+
+
+def encoded(obj: KubeObject) -> bytes:
+    """The object as stored: the JSON of `to_dict`. Without unknown fields kept, that is the
+    model's own encoding, the same bytes without the detour through dicts (which costs
+    more than the rest of a write's Python)."""
+    if obj.unknown_fields:
+        return msgspec.json.encode(to_dict(obj))
+    return _encoder.encode(obj)
 
 
 DECODE_ERRORS = (ValueError, TypeError, msgspec.MsgspecError, KubedraError)

@@ -114,6 +114,7 @@ class SchedulerRunner:
             shared_nodes=config.shared_nodes,
             recorder=self.recorder,
             gang_timeout=config.gang_timeout,
+            freeze_loaded=True,  # the process lives as long as this scheduler
         )
         self.metrics.watch(self.scheduler)
         self.elector = (

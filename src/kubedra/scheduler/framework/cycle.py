@@ -137,6 +137,8 @@ class Framework:
 
     def _known_infeasible(self, state: CycleState) -> AbstractSet[str]:
         known = [p.known_infeasible(state) for p in self.node_filters]
+        if len(known) > 1:
+            known = [k for k in known if k] or known[:1]  # a union would copy the big one
         if len(known) == 1:
             return known[0]  # the plugin's own set, as it grows
         return frozenset().union(*known)
