@@ -204,8 +204,7 @@ class SchedulerRunner:
         self._finish_done()
         if self.config.claim_controller:
             self.scheduler.release_ended()
-        for outcome in self.scheduler.settle_waiting():  # pods Permit held, now settled
-            self._outcome(outcome, time.perf_counter())
+        self._settle()  # pods Permit held: timed out, or given back by a failed write
         while self._in_flight < self.config.binders:
             pod = self.scheduler.queue.pop()
             if pod is None:
@@ -213,18 +212,42 @@ class SchedulerRunner:
             if self.inline:
                 started = time.perf_counter()
                 self._outcome(self.scheduler.schedule(pod), started)
-                continue
-            try:
-                plan = self.scheduler.plan(pod)
-            except (Conflict, NotFound):
-                self._outcome(self.scheduler.conflict(pod), time.perf_counter())
-                continue
-            if isinstance(plan, Outcome):
-                self._outcome(plan, time.perf_counter())
-                continue
-            self._in_flight += 1
-            future = self.pool.submit(self.scheduler.write, plan)
-            future.add_done_callback(functools.partial(self._written, plan))
+            else:
+                try:
+                    plan = self.scheduler.plan(pod)
+                except (Conflict, NotFound):
+                    self._outcome(self.scheduler.conflict(pod), time.perf_counter())
+                else:
+                    if isinstance(plan, Outcome):
+                        self._outcome(plan, time.perf_counter())
+                    else:
+                        self._bind(plan)
+            # As `Scheduler.run_once`: a gang this pod completed is bound now, one it made
+            # fail gives its devices back before the next pod is planned.
+            self._settle()
+
+    def _settle(self) -> None:
+        """Pods Permit held and has settled: those rejected or timed out are unreserved at
+        once; those allowed start their binding cycle like any planned pod (in line on the
+        embedded store, else in the pool, their devices staying assumed until finished)."""
+        if not self.scheduler.waiting:
+            return
+        if self.inline:
+            for outcome in self.scheduler.settle_waiting():
+                self._outcome(outcome, time.perf_counter())
+            return
+        allowed, refused = self.scheduler.release_waiting()
+        for outcome in refused:
+            self._outcome(outcome, time.perf_counter())
+        for plan in allowed:
+            self._bind(plan)
+
+    def _bind(self, plan: Plan) -> None:
+        """The binding cycle of an assumed plan, in the pool; `finish` runs on this thread
+        once it is written (`_finish_done`)."""
+        self._in_flight += 1
+        future = self.pool.submit(self.scheduler.write, plan)
+        future.add_done_callback(functools.partial(self._written, plan))
 
     def _written(self, plan: Plan, future: Future[Written]) -> None:
         self._done.put((plan, future))
@@ -273,10 +296,16 @@ class SchedulerRunner:
             self.metrics.relists.set(self.feed.relists)
 
     def _idle(self) -> float:
-        due = self.scheduler.queue.next_due()
-        if due is None:
+        """How long the loop may sleep: not at all while Permit has settled a waiting pod
+        (allowed gang members go on at once), else until the first backoff or Permit
+        timeout is due, at most IDLE_S."""
+        waiting = self.scheduler.waiting
+        if waiting.ready():
+            return 0.0
+        dues = [d for d in (self.scheduler.queue.next_due(), waiting.next_due()) if d is not None]
+        if not dues:
             return IDLE_S
-        return max(0.0, min(IDLE_S, due - self.scheduler.queue.clock()))
+        return max(0.0, min(IDLE_S, min(dues) - self.scheduler.queue.clock()))
 
     def _close_feed_on(self, stop: threading.Event) -> None:
         stop.wait()

@@ -145,8 +145,8 @@ class Scheduler(ClusterSnapshot):
         first full load from the store's log runs without the cyclic garbage collector
         (all it makes is kept), and then every object the process holds is moved out of
         its reach (`gc.freeze`), so that full collections stop walking the whole cache
-        again and again (at 5,000 nodes, some 13 % of a run's CPU). The cache's objects hold no cycles: those
-        replaced later are still freed, by reference counting."""
+        again and again (at 5,000 nodes, some 13 % of a run's CPU). The cache's objects
+        hold no cycles: those replaced later are still freed, by reference counting."""
         super().__init__(store, features or Features(), node_selector)
         if shared_nodes not in ("refuse", "warn"):
             raise ValueError(f"shared_nodes must be refuse or warn, not {shared_nodes!r}")
@@ -243,16 +243,31 @@ class Scheduler(ClusterSnapshot):
         timed out (until none is left: giving one back may reject the rest of its gang)."""
         outcomes: list[Outcome] = []
         while True:
-            allowed, refused = self.waiting.settled()
-            if not allowed and not refused:
+            allowed, refused = self.release_waiting()
+            outcomes += refused
+            if not allowed:
                 return outcomes
-            outcomes += [schedule_one.refuse_waiting(self, p, why) for p, why in refused]
             for plan in allowed:
                 with atomic(self.store):
                     written = self.write_claims(plan)
                 if not written.stage:
                     written = self.bind(plan, written)
                 outcomes.append(self.finish(plan, written))
+
+    def release_waiting(self) -> tuple[list[Plan], list[Outcome]]:
+        """Take the pods Permit allowed out of the waiting set, still assumed, for a binding
+        cycle (the caller's: in line or in the background); unreserve at once those rejected
+        or timed out, until none is left (giving one back may reject the rest of its gang),
+        so that the next pod is planned with their devices free, as upstream's rejected
+        waiting pods are unreserved at once."""
+        allowed: list[Plan] = []
+        outcomes: list[Outcome] = []
+        while True:
+            ok, refused = self.waiting.settled()
+            if not ok and not refused:
+                return allowed, outcomes
+            allowed += ok
+            outcomes += [schedule_one.refuse_waiting(self, p, why) for p, why in refused]
 
     # --- the cache --------------------------------------------------------------------
 

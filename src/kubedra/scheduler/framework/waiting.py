@@ -79,5 +79,10 @@ class WaitingPods(Generic[P]):
             del self._pods[key]
         return allowed, refused
 
+    def ready(self) -> bool:
+        """Whether a pod is allowed by every plugin or rejected: `settled` has work now
+        (a loop should not sleep before taking it)."""
+        return any(w.rejected or not w.waiting_on for w in self._pods.values())
+
     def next_due(self) -> float | None:
         return min((w.deadline for w in self._pods.values()), default=None)
