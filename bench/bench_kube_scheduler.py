@@ -18,7 +18,12 @@ unthrottled (QPS 5000 / burst 5000, what upstream's scheduler_perf gives kube-sc
 
 Shapes:
 - burst: N kubelet-less h100x8 nodes, M one-GPU pods made at once
-  (`KUBEDRA_BENCH_KUBE_SIZES`, default "125x1000"; quick "125x200", unthrottled only);
+  (`KUBEDRA_BENCH_KUBE_SIZES`, default "125x1000"; quick "125x200", unthrottled only;
+  from `LARGE_NODES` nodes on, e.g. "1000x1000,5000x1000", unthrottled only too: making
+  5,000 nodes and their slices took 30-120 s per variant on 2 shared cores, a whole
+  variant 1.5-5 min, and the throttled rows measure the rate limiter, not the scheduler);
+  `KUBEDRA_BENCH_KUBE_VARIANTS` picks the burst's variants and their order, among
+  "default,pct1,first-fit,fragmentation" (default all four);
 - upstream's scheduler_perf DRA shapes, SchedulingWithResourceClaimTemplate/5000pods_500nodes
   and SteadyStateClusterResourceClaimTemplate/{empty,half,full}_500nodes, scaled by
   `KUBEDRA_BENCH_PERF_SCALE` (default 1, upstream's sizes: about 2-2.5 min per scheduler
@@ -63,11 +68,28 @@ GROUP = "vs kube-scheduler"
 PAIRS = ((FIRST_FIT, KUBE_FEWEST, 1.0), (FRAGMENTATION, KUBE_DEFAULT, 0.5))
 BURST_VARIANTS = (KUBE_DEFAULT, KUBE_FEWEST, FIRST_FIT, FRAGMENTATION)
 PERF_VARIANTS = (KUBE_DEFAULT, KUBE_FEWEST, FIRST_FIT, FRAGMENTATION)
+VARIANT_NAMES = {
+    "default": KUBE_DEFAULT,
+    "pct1": KUBE_FEWEST,
+    "first-fit": FIRST_FIT,
+    "fragmentation": FRAGMENTATION,
+}
+LARGE_NODES = 1000  # burst sizes from here on: unthrottled only
 
 
 def sizes() -> list[tuple[int, int]]:
     spec = os.environ.get("KUBEDRA_BENCH_KUBE_SIZES", "125x200" if quick() else "125x1000")
     return [(int(n), int(m)) for n, m in (s.split("x") for s in spec.split(",") if s)]
+
+
+def burst_variants() -> tuple[Variant, ...]:
+    spec = os.environ.get("KUBEDRA_BENCH_KUBE_VARIANTS", "")
+    return tuple(VARIANT_NAMES[s] for s in spec.split(",") if s) or BURST_VARIANTS
+
+
+def rates(nodes: int) -> tuple[tuple[float, int], ...]:
+    """The client rate limits a burst of `nodes` nodes runs at."""
+    return (UNTHROTTLED,) if quick() or nodes >= LARGE_NODES else (THROTTLED, UNTHROTTLED)
 
 
 def shapes() -> set[str]:
@@ -87,8 +109,8 @@ def run() -> list[Row]:
         ]
     results: list[Result] = []
     for nodes, pods in sizes() if "burst" in shapes() else []:
-        for qps, burst_ in (UNTHROTTLED,) if quick() else (THROTTLED, UNTHROTTLED):
-            for v in BURST_VARIANTS:
+        for qps, burst_ in rates(nodes):
+            for v in burst_variants():
                 results += _in_folder(partial(_burst, v, qps, burst_, nodes, pods))
     factor = 0.02 if quick() else scale()
     duration = 2.0 if quick() else 10.0
@@ -145,10 +167,16 @@ def rows_of(results: list[Result]) -> list[Row]:
                     "x",
                     target=f">= {target}",
                     ok=ratio >= target and a.valid and b.valid,
-                    note=f"scheduler CPU {cpu:.2f}x; p50 {a.p50:.2f} vs {b.p50:.2f} s",
+                    note=f"scheduler CPU {cpu:.2f}x; p50 {a.p50:.2f} vs {b.p50:.2f} s"
+                    + _memory_ratio(a, b),
                 )
             )
     return rows
+
+
+def _memory_ratio(a: Result, b: Result) -> str:
+    mine, theirs = a.peak_rss.get("scheduler", 0.0), b.peak_rss.get("scheduler", 0.0)
+    return f"; scheduler peak RSS {mine / theirs:.2f}x" if mine and theirs else ""
 
 
 def _burst(

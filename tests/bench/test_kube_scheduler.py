@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from bench.bench_kube_scheduler import rows_of
 from bench.kube_scheduler_perf import (
     FIRST_FIT,
@@ -18,6 +19,8 @@ from bench.kube_scheduler_perf import (
     writes,
 )
 
+from kubedra.api.codec import to_dict
+from kubedra.api.meta import KubeObject
 from kubedra.api.resource import ResourceClaim, ResourceSlice
 from kubedra.cluster.sqlite import SqliteStore
 from kubedra.devcluster.harness import plain_node
@@ -107,3 +110,49 @@ def test_without_the_fewest_nodes_setting_first_fit_is_compared_with_the_default
     [ratio] = [r for r in rows if r.unit == "x"]
     assert ratio.name == "small, QPS 5000: kubedra first-fit / kube-scheduler default"
     assert ratio.value == 1.2
+
+
+def test_direct_nodes_are_what_the_simulated_driver_publishes(tmp_path: Path) -> None:
+    from bench.kube_scheduler_perf import direct_gpu_nodes
+
+    from kubedra.api.core import Node
+    from kubedra.devcluster.workload import gpu_nodes
+
+    def made(store: SqliteStore) -> tuple[list[object], list[object]]:
+        def plain(obj: KubeObject) -> object:
+            data = to_dict(obj)
+            meta = data["metadata"]
+            for key in ("uid", "resourceVersion", "creationTimestamp", "generation"):
+                meta.pop(key, None)
+            for ref in meta.get("ownerReferences", []):
+                ref.pop("uid")
+            return data
+
+        nodes = sorted((plain(n) for n in store.list(Node)), key=str)
+        slices = sorted((plain(s) for s in store.list(ResourceSlice)), key=str)
+        return nodes, slices
+
+    published, direct = SqliteStore(tmp_path / "a.db"), SqliteStore(tmp_path / "b.db")
+    assert gpu_nodes(published, 3) == direct_gpu_nodes(direct, 3, threads=2)
+    assert made(direct) == made(published)
+    nodes, slices = made(direct)
+    assert len(nodes) == 3 and len(slices) >= 3
+    for s in direct.list(ResourceSlice):
+        [owner] = s.metadata.owner_references
+        assert owner.uid == direct.get(Node, s.spec.node_name or "").metadata.uid
+
+
+def test_large_bursts_run_unthrottled_only_and_variants_can_be_picked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bench.bench_kube_scheduler import burst_variants, rates
+    from bench.harness import QUICK_ENV
+    from bench.kube_scheduler_perf import THROTTLED, UNTHROTTLED
+
+    monkeypatch.delenv(QUICK_ENV, raising=False)
+    assert rates(125) == (THROTTLED, UNTHROTTLED)
+    assert rates(1000) == rates(5000) == (UNTHROTTLED,)
+    monkeypatch.setenv("KUBEDRA_BENCH_KUBE_VARIANTS", "fragmentation,default")
+    assert burst_variants() == (FRAGMENTATION, KUBE_DEFAULT)
+    monkeypatch.delenv("KUBEDRA_BENCH_KUBE_VARIANTS")
+    assert burst_variants() == (KUBE_DEFAULT, KUBE_FEWEST, FIRST_FIT, FRAGMENTATION)
