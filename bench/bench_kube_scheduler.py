@@ -18,8 +18,8 @@ unthrottled (QPS 5000 / burst 5000, what upstream's scheduler_perf gives kube-sc
 
 Shapes:
 - burst: N kubelet-less h100x8 nodes, M one-GPU pods made at once
-  (`KUBEDRA_BENCH_KUBE_SIZES`, default "125x1000"; quick "125x200", unthrottled only;
-  from `LARGE_NODES` nodes on, e.g. "1000x1000,5000x1000", unthrottled only too: making
+  (`KUBEDRA_BENCH_KUBE_SIZES`, default "125x1000,1000x1000,5000x1000", issue 39's sizes;
+  quick "125x200", unthrottled only; from `LARGE_NODES` nodes on unthrottled only: making
   5,000 nodes and their slices took 30-120 s per variant on 2 shared cores, a whole
   variant 1.5-5 min, and the throttled rows measure the rate limiter, not the scheduler);
   `KUBEDRA_BENCH_KUBE_VARIANTS` picks the burst's variants and their order, among
@@ -75,10 +75,11 @@ VARIANT_NAMES = {
     "fragmentation": FRAGMENTATION,
 }
 LARGE_NODES = 1000  # burst sizes from here on: unthrottled only
+DEFAULT_SIZES = "125x1000,1000x1000,5000x1000"  # nodes x pods, issue 39's range
 
 
 def sizes() -> list[tuple[int, int]]:
-    spec = os.environ.get("KUBEDRA_BENCH_KUBE_SIZES", "125x200" if quick() else "125x1000")
+    spec = os.environ.get("KUBEDRA_BENCH_KUBE_SIZES", "125x200" if quick() else DEFAULT_SIZES)
     return [(int(n), int(m)) for n, m in (s.split("x") for s in spec.split(",") if s)]
 
 
