@@ -10,15 +10,22 @@ else is made when a search first needs it and then kept, for the scheduler calls
 - an entry's CEL view and counter amounts are made when first read;
 - selector results are kept per (selector, device), and a selector that reads only some
   of a device (`projection`) is evaluated once per distinct projection.
+
+A scheduler builds a new inventory each time a slice changes, so what is worked out of a
+slice (its entries, its pool, the selector results on its devices) is kept for the
+process by the slice object's identity (`SliceCache`, `SLICES`): the next inventory
+reuses it for every slice that is the same object, and works out only the changed ones.
+Claims prepared for a search are kept for the process too (`PREPARED`).
+`clear_slice_cache()` forgets all of it (a truly cold start; compiled selectors stay).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache, partial
-from itertools import chain, compress, count, repeat
-from operator import attrgetter, is_
+from itertools import chain, count, repeat
+from operator import is_
 from typing import Any
 
 import msgspec
@@ -29,7 +36,6 @@ from kubedra.allocator.types import DEFAULT_FEATURES, AllocationError, DeviceRef
 from kubedra.api.core import NodeSelector
 from kubedra.api.resource import (
     Device,
-    DeviceAttribute,
     DeviceCapacity,
     DeviceCounterConsumption,
     DeviceTaint,
@@ -134,7 +140,7 @@ class DeviceEntry(msgspec.Struct, gc=False, eq=False):
         """Why every selector fails on this device (checked once), or None."""
         if not self._checked:
             plain = self._plain
-            if plain is not None and plain.check():
+            if plain is not None and plain.known_plain():
                 self._fault = None
             else:
                 self._fault = device_fault(self.device)
@@ -205,40 +211,180 @@ class Pool(msgspec.Struct, eq=False):
         return not self.incomplete and self.invalid is None
 
 
+_ONE_BY_ONE = 1  # devices of a slice checked alone before the whole slice is
+
+
 class _PlainSlice(msgspec.Struct, gc=False):
     """Is every attribute of a slice's devices a string, int, bool or a version that
     parses (then no device of the slice fails the selectors)? Checked over the whole slice
-    in C-level passes (each distinct version text parsed once), the first time a selector
+    in one pass (each distinct version text parsed once), the first time a selector
     meets one of its devices."""
 
     devices: tuple[Device, ...]
     plain: bool | None = None
+    asked: int = 0  # devices checked one by one so far
+
+    def known_plain(self) -> bool:
+        """Whether the slice is plain, checked whole once a few of its devices were asked
+        about (False until then: the caller checks its device alone, which costs less
+        when a search reads one or two devices of a large slice)."""
+        plain = self.plain
+        if plain is None:
+            self.asked = asked = self.asked + 1
+            return asked > _ONE_BY_ONE and self.check()
+        return plain
 
     def check(self) -> bool:
         plain = self.plain
         if plain is None:
-            values = list(chain.from_iterable(map(_attribute_values, self.devices)))
-            others = list(map(_NO_SCALAR.__eq__, _scalars(values)))
-            if not any(others):
-                plain = True
-            else:
-                versions = set(map(_version, compress(values, others)))
-                plain = None not in versions and all(map(_parses, versions))
+            # Attribute reads in a comprehension (specialized by the interpreter) beat
+            # attrgetter maps; most attributes stop at their first field.
+            others = [
+                a
+                for d in self.devices
+                for a in d.attributes.values()
+                if a.string is None and a.int_ is None and a.bool_ is None
+            ]
+            plain = all(map(_parses, {a.version for a in others}))  # each text once
             self.plain = plain
         return plain
 
 
 class _SliceInfo(msgspec.Struct, gc=False):
-    """What gathering pools needs of one slice, worked out once."""
+    """What gathering pools needs of one slice, worked out once, with the slice's entries
+    and pool once made."""
 
+    slice: ResourceSlice  # the object this was made from (kept: identity is the key)
     names_list: tuple[str, ...]  # device names, in order
-    names: set[str]
     duplicates: bool  # a device name twice in the slice
     multi: tuple[bool | None, ...] | None  # allowMultipleAllocations, None if none has it
     groups: bool  # a device consumes counters in compatibility groups
     consumes: bool  # a device consumes counters
     binding: bool  # a device has binding conditions
     entries: list[DeviceEntry] | None = None
+    _names: set[str] | None = None
+    # The slice's pool when it is the whole pool and needs no check (`_build_pool`'s
+    # quick case), by the partitionable-devices switch: the same for every node.
+    pools: dict[bool, Pool] = {}
+
+    @property
+    def names(self) -> set[str]:
+        """The device names, as a set (made when a pool has more than one slice)."""
+        names = self._names
+        if names is None:
+            names = self._names = set(self.names_list)
+        return names
+
+
+def _slice_info(sl: ResourceSlice) -> _SliceInfo:
+    """What gathering needs of a slice's devices (the common case, none with multiple
+    allocations, counters or binding conditions, in two passes)."""
+    devices = sl.spec.devices
+    # Column by column: attribute reads in comprehensions are the cheapest there are.
+    names = tuple([d.name for d in devices])
+    duplicates = len(set(names)) != len(names)
+    if not [
+        d
+        for d in devices
+        if d.allow_multiple_allocations is not None or d.consumes_counters or d.binding_conditions
+    ]:
+        return _SliceInfo(sl, names, duplicates, None, False, False, False)  # the common case
+    multis = [d.allow_multiple_allocations for d in devices]
+    consumes = [d.consumes_counters for d in devices]
+    uses = any(consumes)
+    return _SliceInfo(
+        sl,
+        names,
+        duplicates,
+        tuple(multis) if any(multis) else None,
+        uses and any(c.compatibility_groups for cs in consumes for c in cs),
+        uses,
+        any([d.binding_conditions for d in devices]),
+    )
+
+
+class SliceCache:
+    """Slices worked out once (their `_SliceInfo`: columns, device entries, pool), kept
+    across `Inventory.build` calls by the slice object's identity.
+
+    A scheduler builds a new inventory whenever any slice changes; the slices that did not
+    change are the same objects (API objects are frozen: an update is a new object), so
+    their entries carry over, and with them the selector results kept by entry number (see
+    `Selector`); only the changed slices are worked out again. An info holds its slice, so
+    an id is never reused while it is cached; a slice that is not the cached object under
+    its id is a miss.
+
+    Only inventories without DeviceTaintRules use it (a rule changes the entries' taints).
+    Bounded: a slice added drops the one cached under its name (the version it replaces);
+    past `max(limit, 2 x the slices of the inventory adding one)` entries, those of slices
+    that inventory does not hold are dropped (amortized: at least as many adds happen
+    between two sweeps as the sweep keeps). An inventory keeps the infos it used, so what
+    the cache drops stays the same for it.
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._by_id: dict[int, _SliceInfo] = {}
+        self._by_name: dict[str, int] = {}  # the id cached under each slice name
+        self.lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def get(self, sl: ResourceSlice) -> _SliceInfo | None:
+        info = self._by_id.get(id(sl))
+        return info if info is not None and info.slice is sl else None
+
+    def add(self, info: _SliceInfo, current: Sequence[ResourceSlice]) -> _SliceInfo:
+        """Keep `info` (unless another thread was first: its info is returned then);
+        `current` is the adding inventory's slices, kept when the cache is swept."""
+        sl = info.slice
+        key = id(sl)
+        with self.lock:
+            by_id = self._by_id
+            found = by_id.get(key)
+            if found is not None and found.slice is sl:
+                return found
+            name = sl.metadata.name
+            older = self._by_name.get(name) if name else None
+            if older is not None:
+                by_id.pop(older, None)  # the version this one replaces
+            if len(by_id) >= max(self.limit, 2 * len(current)):
+                live = {id(s) for s in current}
+                self._by_id = by_id = {k: v for k, v in by_id.items() if k in live}
+                self._by_name = {n: k for n, k in self._by_name.items() if k in by_id}
+            by_id[key] = info
+            if name:
+                self._by_name[name] = key
+        return info
+
+    def clear(self) -> None:
+        """Forget every slice (the next inventories start truly cold)."""
+        with self.lock:
+            self._by_id = {}
+            self._by_name = {}
+
+
+# The process's cache (see SliceCache); `clear_slice_cache()` empties it.
+SLICES = SliceCache()
+# Entry numbers: unique in the process (entries outlive inventories, and selector results
+# are kept by entry number), a slice's block of 2**32 numbers at a time (a slice holds far
+# fewer devices).
+_slice_numbers = count()
+# Claims prepared for a search, by claim and class objects (see Search.prepare): they
+# depend on neither the node nor the inventory, as selectors are the process's.
+PREPARED: dict[tuple[object, ...], Any] = {}
+
+
+def clear_slice_cache() -> None:
+    """Forget everything kept across inventories but the compiled selectors (the slices
+    worked out, selector results, prepared claims): the next inventory starts truly cold."""
+    global _stored
+    SLICES.clear()
+    with _SELECTORS_LOCK:
+        _SELECTORS.clear()
+    PREPARED.clear()
+    _stored = 0
 
 
 class Gathered:
@@ -269,19 +415,6 @@ def _uses_compatibility_groups(sl: ResourceSlice) -> bool:
     return any(c.compatibility_groups for d in sl.spec.devices for c in d.consumes_counters)
 
 
-_consumes_counters = attrgetter("consumes_counters")
-_binding_conditions = attrgetter("binding_conditions")
-_device_name = attrgetter("name")
-_slice_fields = attrgetter(
-    "name", "allow_multiple_allocations", "consumes_counters", "binding_conditions"
-)
-
-
-def _attribute_values(device: Device) -> Iterable[DeviceAttribute]:
-    return device.attributes.values()
-
-
-_allows_multiple = attrgetter("allow_multiple_allocations")
 _is_true = partial(is_, True)
 
 # A DeviceRef from a (driver, pool, device) tuple, without NamedTuple's Python-level __new__.
@@ -331,16 +464,15 @@ class Inventory:
     ) -> None:
         self.slices = tuple(slices)
         self._rules = tuple(taint_rules)
-        self._slices_info: dict[int, _SliceInfo] = {}  # by id(slice)
-        self._slice_numbers = count()  # for entry numbers, in the order entries are made
+        # By id(slice): those this inventory used (from the process's SLICES, unless the
+        # inventory has taint rules).
+        self._slices_info: dict[int, _SliceInfo] = {}
         self._on_node: dict[str, list[ResourceSlice]] | None = None
         self._shared: list[ResourceSlice] | None = None
         self._by_pool: dict[PoolKey, list[ResourceSlice]] | None = None
         self._pools: dict[tuple[object, ...], Gathered] = {}
-        self._selectors: dict[tuple[str, bool], Selector] = {}
-        # Claims prepared for a search, by claim and class objects (see Search.prepare).
-        self._prepared: dict[tuple[object, ...], Any] = {}
-        self._matches: dict[tuple[str, bool], dict[int, bool | CelEvalError]] = {}
+        # Claims prepared for a search (see Search.prepare): the process's PREPARED.
+        self._prepared = PREPARED
         self._lock = threading.Lock()
 
     @classmethod
@@ -364,32 +496,27 @@ class Inventory:
         info = self._info(sl)
         entries = info.entries
         if entries is None:
-            made = self._make_entries(sl, info)
-            with self._lock:
-                entries = info.entries
-                if entries is None:
-                    entries = info.entries = made
+            entries = self._entries(sl, info)
+        return entries
+
+    def _entries(self, sl: ResourceSlice, info: _SliceInfo) -> list[DeviceEntry]:
+        made = self._make_entries(sl, info)
+        with SLICES.lock if not self._rules else self._lock:
+            entries = info.entries
+            if entries is None:
+                entries = info.entries = made
         return entries
 
     def _info(self, sl: ResourceSlice) -> _SliceInfo:
         info = self._slices_info.get(id(sl))
         if info is None:
-            devices = sl.spec.devices
-            # One pass over the devices for the four fields, then columns.
-            names, multis, consumes, bindings = (
-                zip(*map(_slice_fields, devices), strict=True) if devices else ((), (), (), ())
-            )
-            unique = set(names)
-            uses = any(consumes)
-            info = _SliceInfo(
-                names,
-                unique,
-                len(unique) != len(devices),
-                multis if any(multis) else None,
-                uses and any(c.compatibility_groups for cs in consumes for c in cs),
-                uses,
-                any(bindings),
-            )
+            if self._rules:
+                info = _slice_info(sl)  # its entries get this inventory's taints
+            else:
+                info = SLICES._by_id.get(id(sl))
+                if info is None or info.slice is not sl:
+                    info = SLICES.add(_slice_info(sl), self.slices)
+            # Kept here too: the inventory's entries stay the same whatever SLICES drops.
             info = self._slices_info.setdefault(id(sl), info)
         return info
 
@@ -397,8 +524,7 @@ class Inventory:
         spec = sl.spec
         driver, pool = spec.driver, spec.pool.name
         per_device = bool(spec.per_device_node_selection)
-        # Entry numbers: unique per inventory (a slice holds far fewer than 2**32 devices).
-        base = next(self._slice_numbers) << 32
+        base = next(_slice_numbers) << 32
         devices = spec.devices
         names, multi = info.names_list, info.multi
         if not self._rules:
@@ -472,12 +598,17 @@ class Inventory:
         part = features.partitionable_devices
         # A node's labels matter only to slices without a node name (node selectors,
         # per-device selection): without any, the node's name says it all.
-        labels = self._shared is None or bool(self._shared)
-        key = (node.name, frozenset(node.labels.items()), part) if labels else (node.name, part)
-        found = self._pools.get(key)
+        shared = self._shared
+        if shared is None:
+            found = None  # the first node: nothing gathered yet (its scan finds `shared`)
+        else:
+            key = (node.name, frozenset(node.labels.items()), part) if shared else (node.name, part)
+            found = self._pools.get(key)
         if found is None:
             found = Gathered(self._gather(node, part))
-            if labels and self._shared is not None and not self._shared:
+            if self._shared:
+                key = (node.name, frozenset(node.labels.items()), part)
+            else:
                 key = (node.name, part)
             with self._lock:
                 if len(self._pools) > 4096:
@@ -513,6 +644,7 @@ class Inventory:
         node; a pool is complete when it has all `resourceSliceCount` slices (counting the
         ones for other nodes when those for this node alone fall short)."""
         collected: dict[PoolKey, list[ResourceSlice]] = {}
+        firsts: dict[PoolKey, _SliceInfo] = {}  # the info of each pool's first slice
         mine, shared = self._node_slices(node.name)
         for sl in [*mine, *shared] if shared else mine:
             spec = sl.spec
@@ -520,7 +652,8 @@ class Inventory:
                 spec.per_device_node_selection is not None or spec.shared_counters
             ):
                 continue
-            if self._info(sl).groups:
+            info = self._info(sl)
+            if info.groups:
                 continue  # DRADeviceCompatibilityGroups is off: the pool is incomplete
             # A slice published for the node by name serves it; the others are asked.
             if spec.node_name != node.name and not self._relevant(sl, node):
@@ -530,10 +663,12 @@ class Inventory:
             have = collected.get(pkey)
             if have is None:
                 collected[pkey] = [sl]
+                firsts[pkey] = info
                 continue
             gen, known = pool.generation, have[0].spec.pool.generation
             if gen > known:
                 collected[pkey] = [sl]  # a newer generation replaces what was collected
+                firsts[pkey] = info
             elif gen == known:
                 have.append(sl)
         pools: list[Pool] = []
@@ -541,7 +676,9 @@ class Inventory:
             first = targeting[0].spec.pool
             gen, wanted = first.generation, first.resource_slice_count
             if len(targeting) == wanted:
-                pools.append(self._build_pool(pkey, gen, targeting, [], node, partitionable))
+                pools.append(
+                    self._build_pool(pkey, gen, targeting, [], node, partitionable, firsts[pkey])
+                )
                 continue
             pool_slices = self._pool_slices(pkey)
             if any(s.spec.pool.generation > gen for s in pool_slices):
@@ -565,27 +702,34 @@ class Inventory:
         whole: list[ResourceSlice],
         node: NodeInfo,
         partitionable: bool,
+        first: _SliceInfo | None = None,
     ) -> Pool:
         """Upstream buildPool. `whole` is every slice of the generation when the slices for
-        the node alone do not make the pool complete, else empty."""
+        the node alone do not make the pool complete, else empty; `first`, the info of
+        `targeting[0]` when the caller has it."""
         if len(targeting) == 1 and not whole:
             # The common case, quickly: one slice of devices for the node, nothing to check.
             sl = targeting[0]
             spec = sl.spec
-            info = self._info(sl)
+            info = first if first is not None else self._info(sl)
             if not (
                 info.duplicates
                 or spec.per_device_node_selection
                 or (partitionable and (spec.shared_counters or info.consumes))
             ):
-                entries = info.entries or self.slice_entries(sl)
-                return Pool(
-                    pkey[0],
-                    pkey[1],
-                    gen,
-                    devices=list(zip(entries, repeat(True))),
-                    binding=info.binding,
-                )
+                # Made of the slice alone: kept with it for every node and inventory.
+                pool = info.pools.get(partitionable)
+                if pool is None:
+                    entries = info.entries or self._entries(sl, info)
+                    pool = Pool(
+                        pkey[0],
+                        pkey[1],
+                        gen,
+                        devices=list(zip(entries, repeat(True))),
+                        binding=info.binding,
+                    )
+                    pool = info.pools.setdefault(partitionable, pool)
+                return pool
         pool = Pool(pkey[0], pkey[1], gen)
         if len(targeting) > 1:
             targeting = sorted(targeting, key=_slice_name)
@@ -669,20 +813,53 @@ class Inventory:
         return hit
 
     def selector(self, expression: str, strict: bool) -> Selector:
-        """One selector's state in this inventory: its results so far, by entry index."""
-        found = self._selectors.get((expression, strict))
+        """One selector's state: its results so far, by entry number (the process's, as
+        entry numbers are unique in it)."""
+        found = _SELECTORS.get((expression, strict))
         if found is None:
-            found = self._selectors.setdefault((expression, strict), Selector(expression, strict))
+            found = _selector(expression, strict)
         return found
 
 
+_SELECTORS: dict[tuple[str, bool], Selector] = {}
+_SELECTORS_LOCK = threading.Lock()
+# Results all selectors keep, and distinct projections one remembers, before they start
+# over (entries of slices no longer cached leave results nobody asks for again).
+_MAX_RESULTS = 1 << 20  # ~50 MB at most: a dict item per result (the int key is the entry's own)
+_MAX_SHARED = 1 << 14
+_stored = 0  # results stored since the last start over (about: threads may race on it)
+
+
+def _forget_results() -> None:
+    """Every selector starts its results over (compiled programs and projections stay)."""
+    global _stored
+    _stored = 0
+    with _SELECTORS_LOCK:
+        selectors = list(_SELECTORS.values())
+    for selector in selectors:
+        selector.results.clear()
+
+
+def _selector(expression: str, strict: bool) -> Selector:
+    with _SELECTORS_LOCK:
+        found = _SELECTORS.get((expression, strict))
+        if found is None:
+            if len(_SELECTORS) >= 4096:
+                _SELECTORS.clear()
+            found = _SELECTORS[(expression, strict)] = Selector(expression, strict)
+    return found
+
+
 class Selector:
-    """A CEL selector as the allocator evaluates it against an inventory's devices.
+    """A CEL selector as the allocator evaluates it against devices, one per expression
+    and strictness in the process (`Inventory.selector`).
 
     Compiled on first use (a compile error is raised at the first device, as upstream
-    reports it), results cached by entry index; a selector that reads only parts of a device
-    (see `projection`) is evaluated once per distinct projection, devices alike in what it
-    reads sharing the result.
+    reports it), results cached by entry number; a selector that reads only parts of a
+    device (see `projection`) is evaluated once per distinct projection, devices alike in
+    what it reads sharing the result. A result depends on the device alone, and an entry
+    lives as long as its slice is cached (`SliceCache`), so the results of the slices
+    that did not change carry over to the next inventory.
     """
 
     __slots__ = ("_compiled", "_project", "_shared", "expression", "results", "strict")
@@ -693,7 +870,9 @@ class Selector:
         self.results: dict[int, bool | CelEvalError] = {}
         self._compiled: CompiledSelector | CelCompileError | None = None
         self._project: Projector | None = None
-        self._shared: dict[tuple[object, ...], bool] = {}
+        # By projection: the result and the device it was evaluated on. The device is kept
+        # so that the ids a projection holds (capacity values) stay its own.
+        self._shared: dict[tuple[object, ...], tuple[bool, Device]] = {}
 
     def evaluate(self, entry: DeviceEntry) -> bool | CelEvalError:
         """The selector's result on one device (an evaluation error is a result), cached;
@@ -714,31 +893,56 @@ class Selector:
                 # Evaluated for real: a device that fails every selector fails here too.
                 result = _run(compiled, entry)
                 if result is True or result is False:
-                    self._shared[key] = result  # an error stays with its device
+                    shared = self._shared
+                    if len(shared) >= _MAX_SHARED:
+                        shared.clear()
+                    shared[key] = (result, entry.device)  # an error stays with its device
                     entry._fault, entry._checked = None, True
             else:
                 # Alike in what the selector reads; its own faults are still its own.
                 fault = entry._fault if entry._checked else entry.fault()
-                result = hit if fault is None else CelEvalError(fault)
+                result = hit[0] if fault is None else CelEvalError(fault)
         self.results[entry.index] = result
+        global _stored
+        _stored += 1
+        if _stored > _MAX_RESULTS:
+            _forget_results()
         return result
 
     def _compile(self) -> CompiledSelector | CelCompileError:
+        compiled, self._project = _program(self.expression, self.strict)
+        self._compiled = compiled
+        return compiled
+
+
+Program = tuple[CompiledSelector | CelCompileError, Projector | None]
+# Compiled selectors and their projectors by (expression, strict): the compiled-CEL cache,
+# kept for the process (`clear_slice_cache` leaves it, as a scheduler keeps its own).
+_PROGRAMS: dict[tuple[str, bool], Program] = {}
+
+
+def _program(expression: str, strict: bool) -> Program:
+    """The selector compiled as upstream's allocator compiles it (a compile error kept, to
+    be raised at its first device) and its projector (None: not projectable)."""
+    found = _PROGRAMS.get((expression, strict))
+    if found is None:
         compiled: CompiledSelector | CelCompileError
         try:
             compiled = compile_selector(
-                self.expression,
-                strict=self.strict,
+                expression,
+                strict=strict,
                 consumable_capacity=True,
                 list_attributes=True,
                 enforce_cost_limit=False,
             )
         except CelCompileError as exc:
             compiled = exc
-        plan = reads(self.expression)
-        self._project = projector(plan) if plan is not None else None
-        self._compiled = compiled
-        return compiled
+        plan = reads(expression)
+        found = (compiled, projector(plan) if plan is not None else None)
+        if len(_PROGRAMS) >= 4096:
+            _PROGRAMS.clear()
+        _PROGRAMS[(expression, strict)] = found
+    return found
 
 
 def _run(compiled: CompiledSelector, entry: DeviceEntry) -> bool | CelEvalError:
@@ -753,12 +957,13 @@ def device_fault(device: Device) -> str | None:
     runs a selector): an attribute without a usable value, a version that does not parse;
     the first in published order. None when there is none."""
     attributes = device.attributes
-    values = attributes.values()
-    if _NO_SCALAR not in _scalars(values):
-        return None  # every attribute a string, int or bool: the common case, in C
-    others = map(_NO_SCALAR.__eq__, _scalars(values))
-    for name, attr in compress(attributes.items(), others):
-        value = tagged(attr)
+    others = [
+        name
+        for name, a in attributes.items()
+        if a.string is None and a.int_ is None and a.bool_ is None
+    ]
+    for name in others:  # none: every attribute a string, int or bool, the common case
+        value = tagged(attributes[name])
         if value is None:
             return f"attribute {name}: unsupported attribute value"
         if value[0] == "version":
@@ -770,22 +975,12 @@ def device_fault(device: Device) -> str | None:
     return None
 
 
-def _scalars(values: Iterable[DeviceAttribute]) -> Iterator[tuple[object, object, object]]:
-    """(string, int, bool) of each attribute, lazily, in C."""
-    values = list(values)
-    return zip(map(_string, values), map(_int, values), map(_bool, values), strict=True)
-
-
-def _parses(text: str) -> bool:
+def _parses(text: str | None) -> bool:
+    """A version attribute that parses (None: not a version, no usable value)."""
+    if text is None:
+        return False
     try:
         _semver(text)
     except SemverError:
         return False
     return True
-
-
-_version = attrgetter("version")
-_NO_SCALAR = (None, None, None)
-_string = attrgetter("string")
-_int = attrgetter("int_")
-_bool = attrgetter("bool_")

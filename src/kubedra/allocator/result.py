@@ -19,14 +19,16 @@ from kubedra.api.resource import (
 
 
 def device_result(pick: Pick, features: Features) -> DeviceRequestAllocationResult:
-    device = pick.entry.device
+    entry = pick.entry
+    device = entry.device
+    driver, pool, name = entry.key
     binding = features.binding_conditions
     consumed = pick.consumed or {}  # keyed as the device publishes its capacity
     return DeviceRequestAllocationResult(
         request=pick.req.full,
-        driver=pick.entry.ref.driver,
-        pool=pick.entry.ref.pool,
-        device=pick.entry.ref.device,
+        driver=driver,
+        pool=pool,
+        device=name,
         admin_access=True if pick.req.admin else None,  # true or absent, never false
         tolerations=pick.req.tolerations,  # verbatim copy of the (sub)request's tolerations
         binding_conditions=device.binding_conditions if binding else (),
@@ -45,6 +47,8 @@ def configs(
     As 1.37: a claim config is copied once even when it names several requests, with its
     request list as written; configs naming only unselected subrequests are dropped.
     """
+    if not claim.spec.devices.config and not any(rd.klass.spec.config for rd in chosen):
+        return ()  # nothing to copy: the common case
     out: list[DeviceAllocationConfiguration] = []
     by_class: dict[str, tuple[ReqData, list[str]]] = {}
     for rd in chosen:
