@@ -10,12 +10,12 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from kubedra.api.codec import decode_object, to_dict
+from kubedra.api.codec import decode_object, to_dict, to_json
 from kubedra.api.core import Node, Pod
 from kubedra.api.meta import ObjectMeta
 from kubedra.api.resource import ResourceClaim, ResourceSlice
 from kubedra.cluster import SqliteStore
-from kubedra.cluster.sqlite import encoded, now_rfc3339
+from kubedra.cluster.sqlite import now_rfc3339
 from tests.api.manifests import claim_doc, pod_doc, slice_doc
 
 
@@ -28,7 +28,7 @@ def node(name: str) -> Node:
     return Node(metadata=ObjectMeta(name=name, labels={"zone": "a"}))
 
 
-def test_encoded_is_the_json_of_to_dict() -> None:
+def test_to_json_is_the_json_of_to_dict() -> None:
     """Quantities, nested models and kept unknown fields: byte for byte the old encoding."""
     with_unknown = claim_doc()
     with_unknown["spec"]["devices"]["someFutureField"] = {"a": [1, 2.5, "x"]}
@@ -36,7 +36,7 @@ def test_encoded_is_the_json_of_to_dict() -> None:
     objects = [decode_object(d).obj for d in docs]
     assert objects[-1].unknown_fields  # the case the shortcut leaves to to_dict
     for obj in objects:
-        assert encoded(obj) == msgspec.json.encode(to_dict(obj))
+        assert to_json(obj) == msgspec.json.encode(to_dict(obj))
 
 
 def test_what_the_store_wrote_comes_back_without_decoding(store: SqliteStore) -> None:

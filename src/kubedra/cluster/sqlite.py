@@ -28,12 +28,11 @@ from typing import Any
 
 import msgspec
 
-from kubedra.api.codec import decode_json, to_dict
+from kubedra.api.codec import decode_json, to_json
 from kubedra.api.core import Namespace, Pod
 from kubedra.api.defaults import with_defaults
 from kubedra.api.kinds import BY_KIND, with_type_meta
 from kubedra.api.meta import KubeObject, ObjectMeta
-from kubedra.api.quantity import Quantity
 from kubedra.api.resource import ResourceClaim, ResourceClaimTemplate
 from kubedra.api.scheduling import HIGHEST_USER_PRIORITY, PodGroup
 from kubedra.api.validation import ref_of
@@ -394,7 +393,7 @@ class SqliteStore:
             with_type_meta(obj),
             metadata=msgspec.structs.replace(obj.metadata, resource_version=str(rv)),
         )
-        data = encoded(obj)
+        data = to_json(obj)
         self._decoded.add(rv, obj, in_tx=True)
         row = object_row(obj, rv, data)
         self._db.execute(
@@ -442,7 +441,7 @@ class SqliteStore:
         self._db.execute("DELETE FROM owners WHERE kind=? AND namespace=? AND name=?", key)
         self._db.execute(
             "INSERT INTO changes (rv, type, kind, data) VALUES (?,?,?,?)",
-            (rv, EventType.DELETED.value, obj.KIND, encoded(obj)),
+            (rv, EventType.DELETED.value, obj.KIND, to_json(obj)),
         )
         owned = self._db.execute(
             "SELECT kind, namespace, name FROM owners WHERE owner_uid=?", (obj.metadata.uid,)
@@ -679,24 +678,6 @@ def object_row(obj: KubeObject, rv: int, data: bytes) -> tuple[Any, ...]:
         getattr(spec, "driver", None),
         data,
     )
-
-
-def _quantity_text(value: Any) -> str:
-    if isinstance(value, Quantity):
-        return str(value)
-    raise NotImplementedError(type(value))
-
-
-_encoder = msgspec.json.Encoder(enc_hook=_quantity_text)
-
-
-def encoded(obj: KubeObject) -> bytes:
-    """The object as stored: the JSON of `to_dict`. Without unknown fields kept, that is the
-    model's own encoding, the same bytes without the detour through dicts (which costs
-    more than the rest of a write's Python)."""
-    if obj.unknown_fields:
-        return msgspec.json.encode(to_dict(obj))
-    return _encoder.encode(obj)
 
 
 DECODE_ERRORS = (ValueError, TypeError, msgspec.MsgspecError, KubedraError)

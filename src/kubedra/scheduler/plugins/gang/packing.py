@@ -16,12 +16,8 @@ from kubedra.allocator import NodeInfo
 from kubedra.allocator.inventory import DeviceEntry, Inventory
 from kubedra.api.core import Node, Pod
 from kubedra.api.quantity import Quantity
-from kubedra.api.resource import (
-    DeviceClass,
-)
-from kubedra.scheduler.claims import (
-    extended_resource_classes,
-)
+from kubedra.api.resource import DeviceClass
+from kubedra.scheduler.claims import extended_resource_classes
 from kubedra.scheduler.framework.interfaces import Handle
 from kubedra.scheduler.nodes import (
     Left,
@@ -348,6 +344,3 @@ def _passes(
         ) and all(inventory.matches(e, entry, strict=strict) for e in selectors)
     except Exception:  # a selector that fails on a device does not select it
         return False
-
-
-# --- choosing --------------------------------------------------------------------------

@@ -52,9 +52,7 @@ from dataclasses import dataclass
 from kubedra.api.core import Node, Pod
 from kubedra.api.quantity import Quantity
 from kubedra.scheduler.framework.interfaces import Handle
-from kubedra.scheduler.nodes import (
-    pod_requests,
-)
+from kubedra.scheduler.nodes import pod_requests
 from kubedra.scheduler.plugins.gang.need import Need, gang_need
 from kubedra.scheduler.plugins.gang.packing import DomainFit, Packer
 
