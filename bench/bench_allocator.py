@@ -12,7 +12,7 @@ timed
   across builds (`kubedra.allocator.inventory.clear_slice_cache`: the slices' entries and
   pools, selector results, prepared claims) is forgotten before every call, inside the
   timing, and the AllocatedState is fresh, so nothing of kubedra's survives from one run
-  to the next but the compiled selectors;
+  to the next but the compiled CEL programs;
 - one slice changed: what kubedra's scheduler pays when a slice changes. Kubedra builds a
   new inventory over all slices, one of them a new object (decoded afresh from the same
   content under another resourceVersion, as a driver's republish arrives): the slice that

@@ -16,7 +16,7 @@ slice (its entries, its pool, the selector results on its devices) is kept for t
 process by the slice object's identity (`SliceCache`, `SLICES`): the next inventory
 reuses it for every slice that is the same object, and works out only the changed ones.
 Claims prepared for a search are kept for the process too (`PREPARED`).
-`clear_slice_cache()` forgets all of it (a truly cold start; compiled selectors stay).
+`clear_slice_cache()` forgets all of it (a truly cold start; compiled CEL programs stay).
 """
 
 from __future__ import annotations
@@ -377,7 +377,7 @@ PREPARED: dict[tuple[object, ...], Any] = {}
 
 
 def clear_slice_cache() -> None:
-    """Forget everything kept across inventories but the compiled selectors (the slices
+    """Forget everything kept across inventories but the compiled CEL programs (the slices
     worked out, selector results, prepared claims): the next inventory starts truly cold."""
     global _stored
     SLICES.clear()
@@ -513,8 +513,8 @@ class Inventory:
             if self._rules:
                 info = _slice_info(sl)  # its entries get this inventory's taints
             else:
-                info = SLICES._by_id.get(id(sl))
-                if info is None or info.slice is not sl:
+                info = SLICES.get(sl)
+                if info is None:
                     info = SLICES.add(_slice_info(sl), self.slices)
             # Kept here too: the inventory's entries stay the same whatever SLICES drops.
             info = self._slices_info.setdefault(id(sl), info)
