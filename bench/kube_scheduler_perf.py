@@ -20,8 +20,8 @@ measured pods, noting when each create call returned. What a shape reports (`Res
   nodes took to make and the scheduler to get ready (start to ready: kube-scheduler's
   /readyz, kubedra's /readyz, both after their caches synced).
 
-Nodes and their slices are made directly (`direct_gpu_nodes`: the objects the simulated
-driver publishes, without its per-node reads), from `CREATE_THREADS` client threads: 5,000
+Nodes and their slices are made directly (`gpu_nodes(direct=True)`: the objects the
+simulated driver publishes, without its per-node reads), from `CREATE_THREADS` threads: 5,000
 nodes took 30-120 s on 2 shared cores (2,000 nodes: 11 s against 18 s through the publisher).
 
 scheduler_perf's shapes (test/integration/scheduler_perf/dra/performance-config.yaml):
@@ -54,21 +54,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import msgspec
 import yaml
 
 from bench.harness import free_port, wait_ready
 from kubedra.api.core import Namespace, Pod
-from kubedra.api.meta import ObjectMeta, OwnerReference
-from kubedra.api.resource import ResourceClaim, ResourceSlice
-from kubedra.catalog import profile
+from kubedra.api.meta import ObjectMeta
+from kubedra.api.resource import ResourceClaim
 from kubedra.cluster.kubernetes import KubeStore
-from kubedra.cluster.store import Store
 from kubedra.devcluster.harness import DevCluster
 from kubedra.devcluster.workload import (
     BindingClock,
     claim_pod,
     gpu_class,
+    gpu_nodes,
     gpu_template,
     in_parallel,
     perf_allocated_claims,
@@ -77,7 +75,6 @@ from kubedra.devcluster.workload import (
     perf_pod,
     perf_template,
 )
-from kubedra.driver.publisher import MANAGED_BY, MANAGED_BY_LABEL, slice_name, slice_specs
 from kubedra.scheduler.verify import check_allocations
 
 CONTROLLER_FLAGS = ("--kube-api-qps=500", "--kube-api-burst=1000")
@@ -402,40 +399,6 @@ class Session:
 # --- shapes -------------------------------------------------------------------------------
 
 
-def direct_gpu_nodes(
-    store: Store, count: int, node_profile: str = "h100x8", threads: int = CREATE_THREADS
-) -> list[str]:
-    """`gpu_nodes`' nodes (Ready, allocatable) and the slices its simulated driver
-    publishes for them (same names, labels, owner, pool generation 1), written directly: a
-    node's create and status, then its slices' creates, without the publisher's list and
-    get of each node (with them 2,000 nodes took 1.6x as long)."""
-    prof = profile(node_profile)
-    names = [f"{prof.name}-{i:04d}" for i in range(count)]
-
-    def make(name: str) -> None:
-        wanted = prof.node(name)
-        created = store.create(wanted)
-        if created.status != wanted.status:
-            store.update_status(msgspec.structs.replace(created, status=wanted.status))
-        owner = OwnerReference(
-            api_version="v1", kind="Node", name=name, uid=created.metadata.uid or "",
-            controller=True,
-        )
-        for inventory in prof.inventories(name):
-            for i, spec in enumerate(slice_specs(inventory, name)):
-                pool = msgspec.structs.replace(spec.pool, generation=1)
-                meta = ObjectMeta(
-                    name=slice_name(name, inventory.driver, i),
-                    labels={MANAGED_BY_LABEL: MANAGED_BY},
-                    owner_references=(owner,),
-                )
-                slice_ = ResourceSlice(metadata=meta, spec=msgspec.structs.replace(spec, pool=pool))
-                store.create(slice_)
-
-    in_parallel(make, names, threads)
-    return names
-
-
 def burst(
     variant: Variant,
     qps: float,
@@ -456,7 +419,7 @@ def burst(
     s = Session(variant, qps, burst_, folder)
     try:
         made = time.monotonic()
-        direct_gpu_nodes(s.store, nodes)
+        gpu_nodes(s.store, nodes, direct=True, threads=CREATE_THREADS)
         s.setup_s = time.monotonic() - made
         print(f"  {nodes} nodes made in {s.setup_s:.0f} s", file=sys.stderr, flush=True)
         s.store.create(gpu_class())

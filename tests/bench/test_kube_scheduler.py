@@ -113,8 +113,6 @@ def test_without_the_fewest_nodes_setting_first_fit_is_compared_with_the_default
 
 
 def test_direct_nodes_are_what_the_simulated_driver_publishes(tmp_path: Path) -> None:
-    from bench.kube_scheduler_perf import direct_gpu_nodes
-
     from kubedra.api.core import Node
     from kubedra.devcluster.workload import gpu_nodes
 
@@ -133,7 +131,7 @@ def test_direct_nodes_are_what_the_simulated_driver_publishes(tmp_path: Path) ->
         return nodes, slices
 
     published, direct = SqliteStore(tmp_path / "a.db"), SqliteStore(tmp_path / "b.db")
-    assert gpu_nodes(published, 3) == direct_gpu_nodes(direct, 3, threads=2)
+    assert gpu_nodes(published, 3) == gpu_nodes(direct, 3, direct=True, threads=2)
     assert made(direct) == made(published)
     nodes, slices = made(direct)
     assert len(nodes) == 3 and len(slices) >= 3

@@ -30,7 +30,7 @@ from kubedra.catalog import profile
 from kubedra.cluster.reflector import Reflector
 from kubedra.cluster.store import Store
 from kubedra.devcluster.harness import plain_node
-from kubedra.driver.publisher import publish
+from kubedra.driver.publisher import node_owner_ref, publish, slice_object, slice_specs
 
 GPU_CLASS = "gpu"
 T = TypeVar("T")
@@ -49,9 +49,13 @@ def gpu_nodes(
     node_profile: str = "h100x8",
     prefix: str = "",
     labels: dict[str, str] | None = None,
+    direct: bool = False,
+    threads: int = 8,
 ) -> list[str]:
     """`count` nodes of a catalog profile (8 GPUs for the default), created with their
-    status (Ready, allocatable) and their slices published by the simulated driver."""
+    status (Ready, allocatable) and their slices published by the simulated driver.
+    `direct`: the slices its first publish would write (generation 1), created without the
+    publisher's reads of the node and its slices (large clusters: 1.6x faster at 2,000)."""
     prof = profile(node_profile)
     names = [f"{prefix or prof.name}-{i:04d}" for i in range(count)]
 
@@ -66,9 +70,14 @@ def gpu_nodes(
         if created.status != wanted.status:
             store.update_status(msgspec.structs.replace(created, status=wanted.status))
         for inventory in prof.inventories(name):
-            publish(store, inventory, name)
+            if not direct:
+                publish(store, inventory, name)
+                continue
+            owners = (node_owner_ref(name, created.metadata.uid or ""),)
+            for i, spec in enumerate(slice_specs(inventory, name)):
+                store.create(slice_object(name, inventory.driver, i, spec, 1, owners))
 
-    in_parallel(make, names)
+    in_parallel(make, names, threads)
     return names
 
 

@@ -133,9 +133,31 @@ def node_owner(store: Store, node: str) -> OwnerReference | None:
         return None
     if not obj.metadata.uid:
         return None
-    return OwnerReference(
-        api_version="v1", kind="Node", name=node, uid=obj.metadata.uid, controller=True
+    return node_owner_ref(node, obj.metadata.uid)
+
+
+def node_owner_ref(node: str, uid: str) -> OwnerReference:
+    """The Node as its slices' controlling owner (they go when it goes)."""
+    return OwnerReference(api_version="v1", kind="Node", name=node, uid=uid, controller=True)
+
+
+def slice_object(
+    node: str,
+    driver: str,
+    index: int,
+    spec: ResourceSliceSpec,
+    generation: int,
+    owners: tuple[OwnerReference, ...],
+) -> ResourceSlice:
+    """The `index`th slice of the node's pool as the publisher creates it: its name, the
+    managed-by label, the owners, the pool at `generation`."""
+    meta = ObjectMeta(
+        name=slice_name(node, driver, index),
+        labels={MANAGED_BY_LABEL: MANAGED_BY},
+        owner_references=owners,
     )
+    pool = msgspec.structs.replace(spec.pool, generation=generation)
+    return ResourceSlice(metadata=meta, spec=msgspec.structs.replace(spec, pool=pool))
 
 
 def _without_generation(spec: ResourceSliceSpec) -> ResourceSliceSpec:
@@ -203,19 +225,15 @@ class Publisher:
         for name in sorted(set(existing) - set(names)):
             self.store.delete(ResourceSlice, name)
             deleted += 1
-        for name, spec in zip(names, desired, strict=True):
-            spec = msgspec.structs.replace(
-                spec, pool=msgspec.structs.replace(spec.pool, generation=generation)
-            )
+        for i, (name, spec) in enumerate(zip(names, desired, strict=True)):
+            fresh = slice_object(self.node, self.driver, i, spec, generation, owners)
             old = existing.get(name)
             if old is None:
-                meta = ObjectMeta(
-                    name=name, labels={MANAGED_BY_LABEL: MANAGED_BY}, owner_references=owners
-                )
-                self.store.create(ResourceSlice(metadata=meta, spec=spec))
+                self.store.create(fresh)
                 created += 1
             else:
-                self.store.update(msgspec.structs.replace(self._with_meta(old, owners), spec=spec))
+                current = self._with_meta(old, owners)
+                self.store.update(msgspec.structs.replace(current, spec=fresh.spec))
                 updated += 1
         self.generation = generation
         log_event(
