@@ -31,7 +31,14 @@ from typing import Any
 import msgspec
 
 from kubedra.allocator.nodes import NodeSelectorError, node_matches
-from kubedra.allocator.projection import Projector, Tagged, projector, reads, tagged
+from kubedra.allocator.projection import (
+    Projector,
+    Tagged,
+    pinned_driver,
+    projector,
+    reads,
+    tagged,
+)
 from kubedra.allocator.types import DEFAULT_FEATURES, AllocationError, DeviceRef, Features, NodeInfo
 from kubedra.api.core import NodeSelector
 from kubedra.api.resource import (
@@ -391,7 +398,7 @@ class Gathered:
     """A node's pools (upstream GatherPools), with the pools by key and the devices of the
     usable ones in search order."""
 
-    __slots__ = ("by_key", "devices", "pools")
+    __slots__ = ("_by_driver", "by_key", "devices", "pools")
 
     def __init__(self, pools: list[Pool]) -> None:
         self.pools = pools
@@ -401,6 +408,18 @@ class Gathered:
             if len(pools) == 1 and pools[0].usable
             else list(chain.from_iterable([p.devices for p in pools if p.usable]))
         )
+        self._by_driver: dict[str, list[tuple[DeviceEntry, bool]]] = {}
+
+    def for_driver(self, driver: str) -> list[tuple[DeviceEntry, bool]]:
+        """The devices a selector pinned to `driver` (`pinned_driver`) can admit, in search
+        order: the driver's own, and any other that fails every selector, so that its error
+        still ends the search where upstream's ends (made once per node)."""
+        found = self._by_driver.get(driver)
+        if found is None:
+            found = self._by_driver[driver] = [
+                item for item in self.devices if item[0].key[0] == driver or item[0].fault()
+            ]
+        return found
 
 
 @lru_cache(maxsize=4096)
@@ -862,7 +881,15 @@ class Selector:
     that did not change carry over to the next inventory.
     """
 
-    __slots__ = ("_compiled", "_project", "_shared", "expression", "results", "strict")
+    __slots__ = (
+        "_compiled",
+        "_driver",
+        "_project",
+        "_shared",
+        "expression",
+        "results",
+        "strict",
+    )
 
     def __init__(self, expression: str, strict: bool) -> None:
         self.expression = expression
@@ -870,6 +897,7 @@ class Selector:
         self.results: dict[int, bool | CelEvalError] = {}
         self._compiled: CompiledSelector | CelCompileError | None = None
         self._project: Projector | None = None
+        self._driver: str | None = None
         # By projection: the result and the device it was evaluated on. The device is kept
         # so that the ids a projection holds (capacity values) stay its own.
         self._shared: dict[tuple[object, ...], tuple[bool, Device]] = {}
@@ -909,13 +937,21 @@ class Selector:
             _forget_results()
         return result
 
+    def pinned(self) -> str | None:
+        """The driver every device the selector admits has (`pinned_driver`), None when it
+        pins none or does not compile (its error is raised at the first device then)."""
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compile()
+        return None if isinstance(compiled, CelCompileError) else self._driver
+
     def _compile(self) -> CompiledSelector | CelCompileError:
-        compiled, self._project = _program(self.expression, self.strict)
+        compiled, self._project, self._driver = _program(self.expression, self.strict)
         self._compiled = compiled
         return compiled
 
 
-Program = tuple[CompiledSelector | CelCompileError, Projector | None]
+Program = tuple[CompiledSelector | CelCompileError, Projector | None, str | None]
 # Compiled selectors and their projectors by (expression, strict): the compiled-CEL cache,
 # kept for the process (`clear_slice_cache` leaves it, as a scheduler keeps its own).
 _PROGRAMS: dict[tuple[str, bool], Program] = {}
@@ -923,7 +959,8 @@ _PROGRAMS: dict[tuple[str, bool], Program] = {}
 
 def _program(expression: str, strict: bool) -> Program:
     """The selector compiled as upstream's allocator compiles it (a compile error kept, to
-    be raised at its first device) and its projector (None: not projectable)."""
+    be raised at its first device), its projector (None: not projectable) and the driver it
+    pins (None: none)."""
     found = _PROGRAMS.get((expression, strict))
     if found is None:
         compiled: CompiledSelector | CelCompileError
@@ -938,7 +975,11 @@ def _program(expression: str, strict: bool) -> Program:
         except CelCompileError as exc:
             compiled = exc
         plan = reads(expression)
-        found = (compiled, projector(plan) if plan is not None else None)
+        found = (
+            compiled,
+            projector(plan) if plan is not None else None,
+            pinned_driver(expression),
+        )
         if len(_PROGRAMS) >= 4096:
             _PROGRAMS.clear()
         _PROGRAMS[(expression, strict)] = found

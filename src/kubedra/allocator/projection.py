@@ -66,6 +66,48 @@ def reads(expression: str) -> tuple[Read, ...] | None:
     return tuple(found)
 
 
+@lru_cache(maxsize=1024)
+def pinned_driver(expression: str) -> str | None:
+    """The driver a selector requires at its top level, or None: `device.driver == "name"`
+    (either way round) as an operand of the expression's outermost chain of `&&`.
+
+    CEL's `&&` is false as soon as one operand is false, whatever error the other has, so
+    such a selector is false on every device of another driver that converts (an
+    unconvertible device fails before any selector runs, upstream as here): a search may
+    pass over those devices without evaluating it."""
+    try:
+        tree = parse(expression)
+    except Issue:
+        return None
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Logic) and node.op == "&&":
+            stack.append(node.right)
+            stack.append(node.left)
+        elif isinstance(node, ast.Call) and node.function == "_==_" and node.target is None:
+            found = _driver_equals(*node.args) or _driver_equals(*reversed(node.args))
+            if found is not None:
+                return found
+    return None
+
+
+def _driver_equals(field: ast.Node, value: ast.Node) -> str | None:
+    """The literal of `device.driver == "literal"`, or None."""
+    if (
+        isinstance(field, ast.Select)
+        and field.field == "driver"
+        and not field.test_only
+        and not field.optional
+        and isinstance(field.operand, ast.Ident)
+        and field.operand.name == _DEVICE
+        and isinstance(value, ast.Literal)
+        and type(value.value) is str
+    ):
+        return value.value
+    return None
+
+
 def _walk(root: ast.Node, found: dict[Read, None]) -> None:
     stack = [root]
     while stack:

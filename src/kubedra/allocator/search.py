@@ -305,7 +305,7 @@ class Search:
         self.deadline = time.perf_counter() + timeout_s
         self.max_steps = max_steps
         self.steps = 0
-        gathered = inventory.gathered(node, features)
+        self.gathered = gathered = inventory.gathered(node, features)
         self.pools = gathered.pools
         self.pool_by_key: dict[PoolKey, Pool] = gathered.by_key
         self.devices: list[tuple[DeviceEntry, bool]] = gathered.devices  # read only
@@ -801,7 +801,7 @@ class Search:
     def candidates(self, rd: ReqData) -> list[tuple[DeviceEntry, bool]]:
         if rd.candidates is None:
             if self.order is None:
-                rd.candidates = self.devices
+                rd.candidates = self._pinned(rd)
             else:
                 pool = [(e, on) for e, on in self.devices if self.selectable(rd, e, on)]
                 key = RequestKey(claim_name(self.claims[rd.claim_index]), rd.full)
@@ -816,6 +816,13 @@ class Search:
                 ordered.extend(item for item in pool if item[0].ref in by_ref)
                 rd.candidates = ordered
         return rd.candidates
+
+    def _pinned(self, rd: ReqData) -> list[tuple[DeviceEntry, bool]]:
+        """The node's devices, less those of other drivers when the first selector the
+        request evaluates pins a driver (upstream evaluates it on them, always false)."""
+        first = rd.class_checks[:1] or rd.request_checks[:1]
+        driver = first[0][0].pinned() if first else None
+        return self.devices if driver is None else self.gathered.for_driver(driver)
 
     def _tick(self) -> None:
         self.steps += 1
