@@ -78,6 +78,13 @@ class Expired(StoreError):
     """410 Gone: a watch or list asked for a resourceVersion the server compacted away."""
 
 
+# Open connections kept for reuse (urllib3 makes them as needed; one the pool cannot keep is
+# closed, and the next request pays a TCP and TLS handshake, the API server's CPU too). A
+# scheduler uses this many at once: its binding threads (16), a watch per feed (about ten,
+# each holding its connection) and its main loop; with room to spare.
+POOL_SIZE = 64
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     """What a request was about, for error messages (kubectl's wording)."""
@@ -140,7 +147,7 @@ class ApiClient:
         if parts.scheme not in ("https", "http"):
             raise ClusterError(f"API server {config.server}: the URL must start with https://")
         self._base_path = parts.path.rstrip("/")
-        pool_args: dict[str, Any] = {"maxsize": 16, "block": False, "retries": False}
+        pool_args: dict[str, Any] = {"maxsize": POOL_SIZE, "block": False, "retries": False}
         if parts.scheme == "https":
             pool_args["ssl_context"] = _ssl_context(config)
             if config.tls_server_name:
