@@ -395,20 +395,36 @@ def clear_slice_cache() -> None:
 
 
 class Gathered:
-    """A node's pools (upstream GatherPools), with the pools by key and the devices of the
-    usable ones in search order."""
+    """A node's pools (upstream GatherPools), with what searches on the node derive from
+    them when first asked: the pools by key, the devices of the usable ones in search
+    order, and those a pinned driver's selector can admit."""
 
-    __slots__ = ("_by_driver", "by_key", "devices", "pools")
+    __slots__ = ("_by_driver", "_by_key", "_devices", "pools")
 
     def __init__(self, pools: list[Pool]) -> None:
         self.pools = pools
-        self.by_key: dict[PoolKey, Pool] = {p.key: p for p in pools}
-        self.devices: list[tuple[DeviceEntry, bool]] = (
-            list(pools[0].devices)
-            if len(pools) == 1 and pools[0].usable
-            else list(chain.from_iterable([p.devices for p in pools if p.usable]))
-        )
+        self._by_key: dict[PoolKey, Pool] | None = None
+        self._devices: list[tuple[DeviceEntry, bool]] | None = None
         self._by_driver: dict[str, list[tuple[DeviceEntry, bool]]] = {}
+
+    @property
+    def by_key(self) -> dict[PoolKey, Pool]:
+        by_key = self._by_key
+        if by_key is None:
+            by_key = self._by_key = {p.key: p for p in self.pools}
+        return by_key
+
+    @property
+    def devices(self) -> list[tuple[DeviceEntry, bool]]:
+        devices = self._devices
+        if devices is None:
+            pools = self.pools
+            devices = self._devices = (
+                list(pools[0].devices)
+                if len(pools) == 1 and pools[0].usable
+                else list(chain.from_iterable([p.devices for p in pools if p.usable]))
+            )
+        return devices
 
     def for_driver(self, driver: str) -> list[tuple[DeviceEntry, bool]]:
         """The devices a selector pinned to `driver` (`pinned_driver`) can admit, in search
@@ -416,10 +432,29 @@ class Gathered:
         still ends the search where upstream's ends (made once per node)."""
         found = self._by_driver.get(driver)
         if found is None:
-            found = self._by_driver[driver] = [
-                item for item in self.devices if item[0].key[0] == driver or item[0].fault()
-            ]
+            found = []
+            for pool in self.pools:
+                if not pool.usable:
+                    continue
+                if pool.driver == driver:
+                    found += pool.devices
+                elif not _all_convert(pool.devices):
+                    found += [item for item in pool.devices if item[0].fault()]
+            self._by_driver[driver] = found
         return found
+
+
+def _all_convert(devices: list[tuple[DeviceEntry, bool]]) -> bool:
+    """No device fails every selector: each slice checked whole, once (a slice's entries
+    are contiguous and share its check; entries with taint rules have none)."""
+    seen = None
+    for entry, _ in devices:
+        plain = entry._plain
+        if plain is not seen:
+            if plain is None or not plain.check():
+                return False
+            seen = plain
+    return True
 
 
 @lru_cache(maxsize=4096)

@@ -307,8 +307,6 @@ class Search:
         self.steps = 0
         self.gathered = gathered = inventory.gathered(node, features)
         self.pools = gathered.pools
-        self.pool_by_key: dict[PoolKey, Pool] = gathered.by_key
-        self.devices: list[tuple[DeviceEntry, bool]] = gathered.devices  # read only
         self.claim_names = [claim_name(c) for c in self.claims]
         self.reqs: list[list[list[ReqData]]] = []
         self.constraints: list[list[_Constraint]] = []
@@ -320,6 +318,15 @@ class Search:
         self.selected: dict[tuple[int, int], int] = {}
         self._class_checks: dict[str, tuple[Check, ...]] = {}
         self.first_constraint_failure: ConstraintFailure | None = None
+
+    @property
+    def pool_by_key(self) -> dict[PoolKey, Pool]:
+        return self.gathered.by_key
+
+    @property
+    def devices(self) -> list[tuple[DeviceEntry, bool]]:
+        """The node's devices in search order (read only)."""
+        return self.gathered.devices
 
     # --- pre-pass (upstream: per-claim validation; all errors fatal) ----------------------
 
