@@ -428,18 +428,22 @@ class Gathered:
 
     def for_driver(self, driver: str) -> list[tuple[DeviceEntry, bool]]:
         """The devices a selector pinned to `driver` (`pinned_driver`) can admit, in search
-        order: the driver's own, and any other that fails every selector, so that its error
-        still ends the search where upstream's ends (made once per node)."""
+        order (made once per node): the driver's own; before the last of them, any other
+        that fails every selector, so that its error still ends the search where upstream's
+        ends; after it, every device, as a search reaches them only when the driver's own
+        did not do (the selector is then evaluated on them, as before)."""
         found = self._by_driver.get(driver)
         if found is None:
+            usable = [p for p in self.pools if p.usable]
+            last = max((i for i, p in enumerate(usable) if p.driver == driver), default=-1)
             found = []
-            for pool in self.pools:
-                if not pool.usable:
-                    continue
+            for pool in usable[: last + 1]:
                 if pool.driver == driver:
                     found += pool.devices
                 elif not _all_convert(pool.devices):
                     found += [item for item in pool.devices if item[0].fault()]
+            for pool in usable[last + 1 :]:
+                found += pool.devices
             self._by_driver[driver] = found
         return found
 
