@@ -251,3 +251,33 @@ def test_bind_sets_node_and_condition_with_the_pods_uid_as_precondition(store: S
         store.bind(again, "node-1")
     with pytest.raises(NotFound):
         store.bind(msgspec.structs.replace(again, metadata=msgspec.structs.replace(again.metadata, name="gone")), "n")
+
+
+def test_indexed_columns_follow_updates_that_change_them_or_not(store: SqliteStore) -> None:
+    """An update leaves the node name and driver columns out when they stay the same (fewer
+    index pages to commit); a listing by either still finds exactly the current objects."""
+    pod = store.create(decode_object(pod_doc()).obj)
+    assert isinstance(pod, Pod)
+    sl = store.create(decode_object(slice_doc()).obj)
+    assert isinstance(sl, ResourceSlice)
+
+    def on_node(node: str) -> list[str]:
+        return [
+            p.metadata.name or "" for p in store.list(Pod, field_selector=f"spec.nodeName={node}")
+        ]
+
+    def of_driver(driver: str) -> list[str]:
+        found = store.list(ResourceSlice, field_selector=f"spec.driver={driver}")
+        return [s.metadata.name or "" for s in found]
+
+    assert on_node("node-1") == []
+    bound = store.bind(pod, "node-1")  # the node name changes: its column too
+    assert on_node("node-1") == ["trainer"]
+    labelled = with_meta(bound, labels={"a": "b"})  # type: ignore[arg-type]
+    store.update(labelled)  # the node name stays: its column is left as it is
+    assert on_node("node-1") == ["trainer"]
+    assert store.get(Pod, "trainer").metadata.labels == {"a": "b"}
+    driver = sl.spec.driver
+    store.update(with_meta(sl, labels={"a": "b"}))  # type: ignore[arg-type]
+    assert of_driver(driver) == [sl.metadata.name]
+    assert of_driver("other.example.com") == []

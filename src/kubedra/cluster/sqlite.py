@@ -400,7 +400,7 @@ class SqliteStore:
             "INSERT INTO changes (rv, type, kind, data) VALUES (?,?,?,?)",
             (rv, event.value, obj.KIND, data),
         )
-        if previous is None or not self._db.execute(_UPDATE_OBJECT, (*row[3:], *row[:3])).rowcount:
+        if previous is None or not self._update_row(row, previous):
             self._db.execute("INSERT OR REPLACE INTO objects VALUES (?,?,?,?,?,?,?,?)", row)
         owners = [ref.uid for ref in obj.metadata.owner_references]
         before = [ref.uid for ref in previous.metadata.owner_references] if previous else []
@@ -411,6 +411,17 @@ class SqliteStore:
                 "INSERT INTO owners VALUES (?,?,?,?)", [(uid, *key) for uid in owners]
             )
         return obj
+
+    def _update_row(self, row: tuple[Any, ...], previous: KubeObject) -> bool:
+        """Update a stored object's row in place; False when there is none. The indexed
+        columns (node name, driver) are set only when they change: SQLite rewrites the
+        index entry of every indexed column an UPDATE names, even to the same value, and
+        each index page so dirtied is one more page for the commit to write."""
+        if object_row(previous, 0, b"")[5:7] == row[5:7]:
+            cursor = self._db.execute(_UPDATE_DATA, (row[3], row[4], row[7], *row[:3]))
+        else:
+            cursor = self._db.execute(_UPDATE_OBJECT, (*row[3:], *row[:3]))
+        return bool(cursor.rowcount)
 
     def _delete_stored(self, stored: T) -> T:
         """Upstream's deletion: an object with finalizers is only marked (deletionTimestamp,
@@ -655,6 +666,7 @@ def _unchanged(stored: T, merged: T) -> bool:
     return msgspec.structs.replace(merged, metadata=same_version) == stored
 
 
+_UPDATE_DATA = "UPDATE objects SET uid=?, rv=?, data=? WHERE kind=? AND namespace=? AND name=?"
 _UPDATE_OBJECT = (
     "UPDATE objects SET uid=?, rv=?, node_name=?, driver=?, data=? "
     "WHERE kind=? AND namespace=? AND name=?"
