@@ -112,6 +112,27 @@ def test_without_the_fewest_nodes_setting_first_fit_is_compared_with_the_default
     assert ratio.value == 1.2
 
 
+def test_unthrottled_pairs_are_held_to_three_times_the_rate_at_half_the_cpu() -> None:
+    def res(v: object, rate: float, cpu: float) -> Result:
+        r = Result(v, "b", 5000.0, 10, bound=10, pods_per_s=rate)  # type: ignore[arg-type]
+        r.cpu = {"scheduler": cpu}
+        return r
+
+    rows = rows_of(
+        [
+            res(KUBE_DEFAULT, 10, 4.0),
+            res(KUBE_FEWEST, 10, 4.0),
+            res(FIRST_FIT, 30, 2.0),  # 3x at 0.5x CPU: met
+            res(FRAGMENTATION, 40, 2.4),  # 4x, but 0.6x CPU: not met
+        ]
+    )
+    ratios = {r.name.split(": ")[1]: r for r in rows if r.unit == "x"}
+    ff = ratios["kubedra first-fit / kube-scheduler percentageOfNodesToScore=1"]
+    frag = ratios["kubedra fragmentation / kube-scheduler default"]
+    assert ff.target == frag.target == ">= 3 at CPU <= 0.5x"
+    assert ff.ok and not frag.ok
+
+
 def test_direct_nodes_are_what_the_simulated_driver_publishes(tmp_path: Path) -> None:
     from kubedra.api.core import Node
     from kubedra.devcluster.workload import gpu_nodes
