@@ -206,7 +206,8 @@ class SqliteStore:
             args,
         )
         objects = self._decode_rows(
-            "object", [(display_name(cls.KIND, ns, n), cls, data, rv) for ns, n, data, rv in rows],
+            "object",
+            [(display_name(cls.KIND, ns, n), cls, data, rv) for ns, n, data, rv in rows],
             keep=False,  # a listing is read once: it would only push out what is read again
         )
         if label_selector:
@@ -417,7 +418,7 @@ class SqliteStore:
         columns (node name, driver) are set only when they change: SQLite rewrites the
         index entry of every indexed column an UPDATE names, even to the same value, and
         each index page so dirtied is one more page for the commit to write."""
-        if object_row(previous, 0, b"")[5:7] == row[5:7]:
+        if indexed_columns(previous) == row[5:7]:
             cursor = self._db.execute(_UPDATE_DATA, (row[3], row[4], row[7], *row[:3]))
         else:
             cursor = self._db.execute(_UPDATE_OBJECT, (*row[3:], *row[:3]))
@@ -679,17 +680,22 @@ def _ns(cls: type[KubeObject], namespace: str) -> str:
 
 def object_row(obj: KubeObject, rv: int, data: bytes) -> tuple[Any, ...]:
     """The `objects` row of an object stored at resourceVersion `rv` as `data`."""
-    spec = getattr(obj, "spec", None)
+    meta = obj.metadata
     return (
         obj.KIND,
-        obj.metadata.namespace or "",
-        obj.metadata.name or "",
-        obj.metadata.uid,
+        meta.namespace or "",
+        meta.name or "",
+        meta.uid,
         rv,
-        getattr(spec, "node_name", None),
-        getattr(spec, "driver", None),
+        *indexed_columns(obj),
         data,
     )
+
+
+def indexed_columns(obj: KubeObject) -> tuple[str | None, str | None]:
+    """The object's indexed columns of its row: node name and driver (None where absent)."""
+    spec = getattr(obj, "spec", None)
+    return getattr(spec, "node_name", None), getattr(spec, "driver", None)
 
 
 DECODE_ERRORS = (ValueError, TypeError, msgspec.MsgspecError, KubedraError)
